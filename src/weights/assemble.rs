@@ -60,19 +60,11 @@ pub fn assemble(
     file: &str,
     options: &LoadOptions,
 ) -> Result<(Network, FileInfo), WeightsError> {
-    let unsupported = |what: &str| WeightsError::Unsupported {
-        file: file.to_owned(),
-        what: what.to_owned(),
-    };
     if net.weights.is_none() {
-        return Err(if net.onnx_model.is_some() {
-            unsupported("ONNX model files; lc0rs reads lc0's own weights format")
-        } else {
-            WeightsError::Field {
-                file: file.to_owned(),
-                field: "weights".to_owned(),
-                problem: "missing".to_owned(),
-            }
+        return Err(WeightsError::Field {
+            file: file.to_owned(),
+            field: "weights".to_owned(),
+            problem: "missing".to_owned(),
         });
     }
     fix_older_weights_file(&mut net);

@@ -195,6 +195,12 @@ fn check_header(net: &Net, file: &str) -> Result<(), WeightsError> {
             supported: SUPPORTED_VERSION.to_string(),
         });
     }
+    if net.onnx_model.is_some() {
+        return Err(WeightsError::Unsupported {
+            file: file.to_owned(),
+            what: "an ONNX model; lc0rs reads lc0's own weights format".to_owned(),
+        });
+    }
     let encoding = net.format.as_ref().and_then(|f| f.weights_encoding);
     if required < PER_LAYER_ENCODING_VERSION && encoding != Some(FileEncoding::Linear16 as i32) {
         return Err(WeightsError::Field {

@@ -1,0 +1,130 @@
+//! The `lc0rs` binary as a user runs it.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn lc0rs(args: &[&str], cache: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lc0rs"))
+        .args(args)
+        .env("LC0RS_CACHE_DIR", cache)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json_of(output: &Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("info --json prints one JSON object")
+}
+
+fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The acceptance: `gen-net --preset t82` then `info --json`.
+#[test]
+fn t82_gen_net_and_info_report_the_t82_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t82.pb.gz");
+    let file = file.to_str().unwrap();
+    let out = lc0rs(&["gen-net", "--preset", "t82", "-o", file], dir.path());
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let info = json_of(&lc0rs(&["info", file, "--json"], dir.path()));
+    assert_eq!(info["embedding"], 768);
+    assert_eq!(info["encoders"], 15);
+    assert_eq!(info["heads"], 24);
+    assert_eq!(info["dff"], 1024);
+    assert_eq!(info["parameters"], 94_632_236);
+    // lc0-network.md §5, per position: 15 encoders of 286,785,536 MACs, embedding 8,650,752,
+    // policy 116,391,936, value 1,835,392 and moves-left 458,880 MACs; 2 FLOP per MAC.
+    let macs: u64 = 15 * 286_785_536 + 8_650_752 + 116_391_936 + 1_835_392 + 458_880;
+    assert_eq!(info["flops_per_position"], 2 * macs);
+    assert_eq!(2 * macs, 8_858_240_000);
+    assert_eq!(info["smolgen"]["gen_size"], 256);
+    assert_eq!(info["activations"]["ffn"], "relu2");
+    assert_eq!(info["input_embedding"], "pe_map");
+}
+
+#[test]
+fn info_text_and_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = lc0rs(&["info"], dir.path());
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("bundled:tiny"), "{text}");
+    assert!(text.contains("64x2x2h"), "{text}");
+    let dense = json_of(&lc0rs(
+        &["info", "bundled:tiny-dense", "--json"],
+        dir.path(),
+    ));
+    assert_eq!(dense["input_embedding"], "pe_dense");
+    assert_eq!(
+        dense["policy_heads"],
+        serde_json::json!(["vanilla", "optimistic", "soft"])
+    );
+}
+
+#[test]
+fn presets_are_generated_once_into_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = json_of(&lc0rs(&["info", "preset:tiny", "--json"], dir.path()));
+    let cached = dir.path().join("tiny-seed1-linear16.pb.gz");
+    let written = std::fs::metadata(&cached).unwrap().modified().unwrap();
+    let second = json_of(&lc0rs(&["info", "preset:tiny", "--json"], dir.path()));
+    assert_eq!(
+        std::fs::metadata(&cached).unwrap().modified().unwrap(),
+        written
+    );
+    assert_eq!(first["parameters"], second["parameters"]);
+    // The preset equals the bundled net of the same name and seed.
+    let bundled = json_of(&lc0rs(&["info", "--json"], dir.path()));
+    assert_eq!(first["parameters"], bundled["parameters"]);
+}
+
+#[test]
+fn gen_net_encodings_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f16.pb");
+    let file = file.to_str().unwrap();
+    let out = lc0rs(
+        &[
+            "gen-net",
+            "--preset",
+            "tiny",
+            "--seed",
+            "4",
+            "--encoding",
+            "float16",
+            "-o",
+            file,
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let info = json_of(&lc0rs(&["info", file, "--json"], dir.path()));
+    assert_eq!(info["encoding"], serde_json::json!(["float16"]));
+    assert_eq!(info["min_version"], "v0.33.0");
+}
+
+#[test]
+fn bad_input_is_a_clear_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.pb.gz");
+    std::fs::write(&junk, b"\x1f\x8b\x08\x00 this is not gzip").unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["info", "/no/such/file.pb.gz"], "/no/such/file.pb.gz"),
+        (&["info", junk.to_str().unwrap()], "junk.pb.gz"),
+        (&["info", "preset:t99"], "unknown preset"),
+        (&["gen-net", "--preset", "t99", "-o", "x.pb.gz"], "t99"),
+    ];
+    for (args, expected) in cases {
+        let out = lc0rs(args, dir.path());
+        let err = stderr_of(&out);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
