@@ -1,0 +1,344 @@
+//! The 112 input planes of a position with its history, for every lc0 input format
+//! (lc0-network.md §2), and the canonicalising transform chosen for it.
+
+use shakmaty::{CastlingSide, Color, Position, Role};
+
+use super::history::{HistoryEntry, PositionHistory};
+use super::transform::{Transform, flip_files, mirror_ranks, transpose};
+use crate::weights::format::InputFormat;
+
+/// Planes per position.
+pub const INPUT_PLANES: usize = 112;
+/// Planes per history board (12 piece planes and the repetition plane).
+const PLANES_PER_BOARD: usize = 13;
+/// History boards.
+const HISTORY_BOARDS: usize = 8;
+/// The first auxiliary plane (castling, side to move / en passant, rule50, edges).
+pub const AUX_PLANE_BASE: usize = HISTORY_BOARDS * PLANES_PER_BOARD;
+const ALL_SQUARES: u64 = !0;
+
+/// One plane as lc0 sends it: `plane[s] = value` where bit `s` of `mask` is set, else 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InputPlane {
+    pub mask: u64,
+    pub value: f32,
+}
+
+impl InputPlane {
+    const EMPTY: InputPlane = InputPlane {
+        mask: 0,
+        value: 1.0,
+    };
+    const ALL: InputPlane = InputPlane {
+        mask: ALL_SQUARES,
+        value: 1.0,
+    };
+
+    fn filled(value: f32) -> InputPlane {
+        InputPlane {
+            mask: ALL_SQUARES,
+            value,
+        }
+    }
+}
+
+/// How history planes are filled when the game is shorter than 8 positions (lc0's
+/// `HistoryFill`; lc0's default is `fen_only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HistoryFill {
+    /// Leave missing history boards empty.
+    No,
+    /// Repeat the oldest position unless it is the standard start position.
+    #[default]
+    FenOnly,
+    /// Always repeat the oldest position.
+    Always,
+}
+
+impl HistoryFill {
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "no" => Some(Self::No),
+            "fen_only" => Some(Self::FenOnly),
+            "always" => Some(Self::Always),
+            _ => None,
+        }
+    }
+}
+
+/// The planes of one position and the transform its move indices must use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncodedPosition {
+    pub planes: [InputPlane; INPUT_PLANES],
+    pub transform: Transform,
+}
+
+impl EncodedPosition {
+    /// The dense planes, plane-major `[112][64]` (lc0's NCHW order).
+    pub fn dense(&self) -> Vec<f32> {
+        let mut out = vec![0.0; INPUT_PLANES * 64];
+        for (plane, chunk) in self.planes.iter().zip(out.chunks_exact_mut(64)) {
+            for (square, value) in chunk.iter_mut().enumerate() {
+                if plane.mask >> square & 1 == 1 {
+                    *value = plane.value;
+                }
+            }
+        }
+        out
+    }
+}
+
+fn is_canonical(format: InputFormat) -> bool {
+    format.lc0_id() >= InputFormat::Canonical.lc0_id()
+}
+
+fn is_hectoplies(format: InputFormat) -> bool {
+    format.lc0_id() >= InputFormat::CanonicalHectoplies.lc0_id()
+}
+
+fn is_armageddon(format: InputFormat) -> bool {
+    matches!(
+        format,
+        InputFormat::CanonicalHectopliesArmageddon | InputFormat::CanonicalV2Armageddon
+    )
+}
+
+fn writes_only_repeats(format: InputFormat) -> bool {
+    matches!(
+        format,
+        InputFormat::CanonicalV2 | InputFormat::CanonicalV2Armageddon
+    )
+}
+
+/// Encodes the last position of `history` with up to 7 earlier ones.
+pub fn encode_position(
+    history: &PositionHistory,
+    format: InputFormat,
+    fill: HistoryFill,
+) -> EncodedPosition {
+    let mut planes = [InputPlane::EMPTY; INPUT_PLANES];
+    let current = history.last();
+    let us = current.position.turn();
+    write_aux_planes(&mut planes, current, format);
+    write_history(&mut planes, history, format, fill, us);
+    let transform = if is_canonical(format) {
+        choose_transform(&planes, format)
+    } else {
+        Transform::NONE
+    };
+    if transform != Transform::NONE {
+        for plane in &mut planes[..=AUX_PLANE_BASE + 4] {
+            if plane.mask != 0 && plane.mask != ALL_SQUARES {
+                plane.mask = transform.apply_bits(plane.mask);
+            }
+        }
+    }
+    EncodedPosition { planes, transform }
+}
+
+/// A bitboard seen from `us`: our back rank is rank 1.
+fn view(bb: u64, us: Color) -> u64 {
+    if us == Color::White {
+        bb
+    } else {
+        mirror_ranks(bb)
+    }
+}
+
+fn write_aux_planes(
+    planes: &mut [InputPlane; INPUT_PLANES],
+    current: &HistoryEntry,
+    format: InputFormat,
+) {
+    let aux = &mut planes[AUX_PLANE_BASE..];
+    let position = &current.position;
+    let us = position.turn();
+    let castles = position.castles();
+    let can = |color: Color, side: CastlingSide| castles.has(color, side);
+    if format == InputFormat::Classical112 {
+        let all_if = |b: bool| {
+            if b {
+                InputPlane::ALL
+            } else {
+                InputPlane::EMPTY
+            }
+        };
+        aux[0] = all_if(can(us, CastlingSide::QueenSide));
+        aux[1] = all_if(can(us, CastlingSide::KingSide));
+        aux[2] = all_if(can(!us, CastlingSide::QueenSide));
+        aux[3] = all_if(can(!us, CastlingSide::KingSide));
+    } else {
+        // The castling rooks' squares: ours on rank 1, theirs on rank 8 (our view).
+        for (plane, side, default_file) in [
+            (0, CastlingSide::QueenSide, 0u32),
+            (1, CastlingSide::KingSide, 7),
+        ] {
+            let file = castles
+                .rook(us, side)
+                .or(castles.rook(!us, side))
+                .map_or(default_file, |sq| u32::from(sq.file()));
+            let ours = if can(us, side) { 1u64 } else { 0 };
+            let theirs = if can(!us, side) { 1u64 << 56 } else { 0 };
+            aux[plane].mask = (ours | theirs) << file;
+        }
+    }
+    if is_canonical(format) {
+        aux[4].mask = current.ep_file.map_or(0, |f| 1u64 << (56 + u32::from(f)));
+    } else if us == Color::Black {
+        aux[4] = InputPlane::ALL;
+    }
+    let rule50 = current.rule50 as f32;
+    aux[5] = InputPlane::filled(if is_hectoplies(format) {
+        rule50 / 100.0
+    } else {
+        rule50
+    });
+    if is_armageddon(format) && us == Color::Black {
+        aux[6] = InputPlane::ALL;
+    }
+    aux[7] = InputPlane::ALL;
+}
+
+fn write_history(
+    planes: &mut [InputPlane; INPUT_PLANES],
+    history: &PositionHistory,
+    format: InputFormat,
+    fill: HistoryFill,
+    us: Color,
+) {
+    let entries = history.entries();
+    let last_index = entries.len() as isize - 1;
+    let stop_early = is_canonical(format);
+    let only_repeats = writes_only_repeats(format);
+    let current_castling = history.last().position.castles().castling_rights();
+    let mut written = 0;
+    let mut index = last_index;
+    while written < HISTORY_BOARDS {
+        let synthesized = index < 0;
+        let entry = &entries[index.max(0) as usize];
+        if stop_early && entry.position.castles().castling_rights() != current_castling {
+            break;
+        }
+        if stop_early && index != last_index && entry.ep_file.is_some() {
+            break;
+        }
+        if synthesized
+            && (fill == HistoryFill::No || (fill == HistoryFill::FenOnly && entry.is_startpos()))
+        {
+            break;
+        }
+        if only_repeats && entry.repetitions == 0 && written > 0 {
+            // lc0 loops forever on a synthesized board here (a known defect); stopping gives
+            // the planes of history fill `no`.
+            if synthesized || entry.rule50 == 0 {
+                break;
+            }
+            index -= 1;
+            continue;
+        }
+        let base = written * PLANES_PER_BOARD;
+        let pieces = piece_masks(entry, us, synthesized);
+        for (plane, mask) in planes[base..base + 12].iter_mut().zip(pieces) {
+            plane.mask = mask;
+        }
+        if entry.repetitions >= 1 {
+            planes[base + 12] = InputPlane::ALL;
+        }
+        if stop_early && entry.rule50 == 0 {
+            break;
+        }
+        written += 1;
+        index -= 1;
+    }
+}
+
+/// Our 6 then their 6 piece bitboards (pawn, knight, bishop, rook, queen, king) from `us`'s
+/// view. A synthesized board with an en-passant flag has its last double step undone.
+fn piece_masks(entry: &HistoryEntry, us: Color, synthesized: bool) -> [u64; 12] {
+    let board = entry.position.board();
+    let pawns_of = |color: Color| u64::from(board.by_color(color) & board.by_role(Role::Pawn));
+    let (mut white_pawns, mut black_pawns) = (pawns_of(Color::White), pawns_of(Color::Black));
+    if let (true, Some(file)) = (synthesized, entry.ep_file) {
+        let (pawns, now, before) = match entry.position.turn().other() {
+            Color::White => (&mut white_pawns, 24 + file, 8 + file),
+            Color::Black => (&mut black_pawns, 32 + file, 48 + file),
+        };
+        *pawns = (*pawns & !(1u64 << now)) | 1u64 << before;
+    }
+    let roles = [
+        Role::Pawn,
+        Role::Knight,
+        Role::Bishop,
+        Role::Rook,
+        Role::Queen,
+        Role::King,
+    ];
+    let mut out = [0u64; 12];
+    for (side, color) in [us, us.other()].into_iter().enumerate() {
+        for (r, role) in roles.into_iter().enumerate() {
+            let bb = if role != Role::Pawn {
+                u64::from(board.by_color(color) & board.by_role(role))
+            } else if color == Color::White {
+                white_pawns
+            } else {
+                black_pawns
+            };
+            out[side * 6 + r] = view(bb, us);
+        }
+    }
+    out
+}
+
+/// lc0's choice of canonical transform, made on the untransformed planes.
+fn choose_transform(planes: &[InputPlane; INPUT_PLANES], format: InputFormat) -> Transform {
+    let mut castling = planes[AUX_PLANE_BASE].mask | planes[AUX_PLANE_BASE + 1].mask;
+    if format == InputFormat::Classical112 {
+        castling |= planes[AUX_PLANE_BASE + 2].mask | planes[AUX_PLANE_BASE + 3].mask;
+    }
+    if castling != 0 {
+        return Transform::NONE;
+    }
+    let mask = |i: usize| planes[i].mask;
+    let mut king = mask(5);
+    let mut transform = Transform::NONE;
+    if king & 0x0F0F_0F0F_0F0F_0F0F != 0 {
+        transform = transform.with(Transform::FLIP);
+        king = flip_files(king);
+    }
+    if mask(0) | mask(6) != 0 {
+        return transform;
+    }
+    if king & 0xFFFF_FFFF_0000_0000 != 0 {
+        transform = transform.with(Transform::MIRROR);
+        king = mirror_ranks(king);
+    }
+    // Our king is now in the a1–h4 half on files e–h: transpose when it is above the
+    // anti-diagonal, break ties on it by comparing the piece sets.
+    if king & 0xE0C0_8000 != 0 {
+        return transform.with(Transform::TRANSPOSE);
+    }
+    if king & 0x1020_4080 != 0 {
+        let ours = (0..6).fold(0, |acc, i| acc | mask(i));
+        let theirs = (6..12).fold(0, |acc, i| acc | mask(i));
+        let tie_breakers = [
+            ours | theirs,
+            ours,
+            mask(5) | mask(11),
+            mask(4) | mask(10),
+            mask(3) | mask(9),
+            mask(1) | mask(7),
+            mask(2) | mask(8),
+        ];
+        for value in tie_breakers {
+            let value = transform.apply_bits(value);
+            let transposed = transpose(value);
+            if value < transposed {
+                return transform;
+            }
+            if value > transposed {
+                return transform.with(Transform::TRANSPOSE);
+            }
+        }
+    }
+    transform
+}
