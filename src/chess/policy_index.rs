@@ -25,6 +25,14 @@ pub struct PolicyMove {
 }
 
 impl PolicyMove {
+    /// The same move with a knight promotion written as the plain move (they share an index).
+    pub fn with_knight_as_plain(self) -> Self {
+        Self {
+            promotion: self.promotion.filter(|&r| r != Role::Knight),
+            ..self
+        }
+    }
+
     /// The move in UCI-like text from the side to move's view (`e2e4`, `a7a8q`).
     pub fn text(&self) -> String {
         let name = |sq: u8| format!("{}{}", (b'a' + sq % 8) as char, sq / 8 + 1);
