@@ -42,6 +42,9 @@ impl InputPlane {
     }
 }
 
+/// The 112 planes of one position, as backends take them.
+pub type InputPlanes = [InputPlane; INPUT_PLANES];
+
 /// How history planes are filled when the game is shorter than 8 positions (lc0's
 /// `HistoryFill`; lc0's default is `fen_only`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,7 +72,7 @@ impl HistoryFill {
 /// The planes of one position and the transform its move indices must use.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EncodedPosition {
-    pub planes: [InputPlane; INPUT_PLANES],
+    pub planes: InputPlanes,
     pub transform: Transform,
 }
 

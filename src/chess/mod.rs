@@ -7,6 +7,6 @@ pub mod history;
 pub mod policy_index;
 pub mod transform;
 
-pub use encoder::{EncodedPosition, HistoryFill, InputPlane, encode_position};
+pub use encoder::{EncodedPosition, HistoryFill, InputPlane, InputPlanes, encode_position};
 pub use history::{ChessError, PositionHistory};
 pub use transform::Transform;

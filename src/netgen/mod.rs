@@ -112,11 +112,6 @@ fn dims_of(arch: &Architecture) -> Dims {
         input_width: INPUT_PLANES + if pe_dense { arch.dense_size } else { SQUARES },
         dense_size: if pe_dense { arch.dense_size } else { 0 },
         smolgen: arch.smolgen,
-        policy_embedding: arch.policy_d,
-        policy_d: arch.policy_d,
-        value_embedding: arch.value_embedding,
-        value_hidden: arch.value_hidden,
-        value_outputs: if arch.format.wdl { 3 } else { 1 },
         mlh_embedding: if arch.format.moves_left {
             arch.mlh_embedding
         } else {

@@ -90,13 +90,9 @@ pub fn assemble(
     } else {
         None
     };
-    let selected_policy = select_head(file, "policy", &policy_heads, &options.policy_head)?;
-    let selected_value = select_head(file, "value", &value_heads, &options.value_head)?;
     let dims = derive_dims(
         &embedding,
         &encoders,
-        &policy_heads[selected_policy].head,
-        &value_heads[selected_value].head,
         moves_left.as_ref(),
         weights.headcount() as usize,
     );
@@ -118,38 +114,23 @@ pub fn assemble(
         policy_heads,
         value_heads,
         moves_left,
-        selected_policy,
-        selected_value,
+        selected_policy: 0,
+        selected_value: 0,
     };
+    let mut network = network;
+    network
+        .select_heads(&options.policy_head, &options.value_head)
+        .map_err(|source| WeightsError::UnknownHead {
+            file: file.to_owned(),
+            source,
+        })?;
     Ok((network, info))
 }
 
-fn select_head<T>(
-    file: &str,
-    kind: &'static str,
-    heads: &[Named<T>],
-    name: &str,
-) -> Result<usize, WeightsError> {
-    heads
-        .iter()
-        .position(|h| h.name == name)
-        .ok_or_else(|| WeightsError::UnknownHead {
-            file: file.to_owned(),
-            kind,
-            name: name.to_owned(),
-            available: heads
-                .iter()
-                .map(|h| h.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
-}
-
+/// The body's dimensions (head sizes are read from the selected heads themselves).
 fn derive_dims(
     embedding: &Embedding,
     encoders: &[EncoderLayer],
-    policy: &PolicyHead,
-    value: &ValueHead,
     moves_left: Option<&MovesLeftHead>,
     heads: usize,
 ) -> Dims {
@@ -169,11 +150,6 @@ fn derive_dims(
             hidden_size: s.dense1.outputs,
             gen_size: s.dense2.outputs / heads,
         }),
-        policy_embedding: policy.embedding.outputs,
-        policy_d: policy.query.outputs,
-        value_embedding: value.embedding.outputs,
-        value_hidden: value.hidden.outputs,
-        value_outputs: value.output.outputs,
         mlh_embedding: moves_left.map_or(0, |m| m.embedding.outputs),
         mlh_hidden: moves_left.map_or(0, |m| m.hidden.outputs),
     }

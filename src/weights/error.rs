@@ -66,11 +66,9 @@ pub enum WeightsError {
         field: String,
         source: CodecError,
     },
-    #[error("{file}: no {kind} head named {name:?}; the network has: {available}")]
+    #[error("{file}: {source}")]
     UnknownHead {
         file: String,
-        kind: &'static str,
-        name: String,
-        available: String,
+        source: super::network::UnknownHead,
     },
 }

@@ -140,11 +140,6 @@ pub struct Dims {
     /// PE_DENSE per-square width (`len(ip_emb_preproc_b)/64`), 0 for PE_MAP.
     pub dense_size: usize,
     pub smolgen: Option<SmolgenDims>,
-    pub policy_embedding: usize,
-    pub policy_d: usize,
-    pub value_embedding: usize,
-    pub value_hidden: usize,
-    pub value_outputs: usize,
     pub mlh_embedding: usize,
     pub mlh_hidden: usize,
 }
@@ -184,6 +179,37 @@ impl Network {
     pub fn value_head_name(&self) -> &str {
         &self.value_heads[self.selected_value].name
     }
+
+    /// Selects the policy and value heads to evaluate by lc0's names.
+    pub fn select_heads(&mut self, policy: &str, value: &str) -> Result<(), UnknownHead> {
+        self.selected_policy = find_head("policy", &self.policy_heads, policy)?;
+        self.selected_value = find_head("value", &self.value_heads, value)?;
+        Ok(())
+    }
+}
+
+/// A head name the network does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no {kind} head named {name:?}; the network has: {available}")]
+pub struct UnknownHead {
+    pub kind: &'static str,
+    pub name: String,
+    pub available: String,
+}
+
+fn find_head<T>(kind: &'static str, heads: &[Named<T>], name: &str) -> Result<usize, UnknownHead> {
+    heads
+        .iter()
+        .position(|h| h.name == name)
+        .ok_or_else(|| UnknownHead {
+            kind,
+            name: name.to_owned(),
+            available: heads
+                .iter()
+                .map(|h| h.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 /// lc0's DeepNorm residual scale for `layers` encoders.

@@ -74,7 +74,7 @@ impl Summary {
             policy: "attention",
             policy_heads: n.policy_heads.iter().map(|h| h.name.clone()).collect(),
             policy_head: n.policy_head_name().to_owned(),
-            policy_d: d.policy_d,
+            policy_d: n.policy().query.outputs,
             value: if f.wdl { "wdl" } else { "scalar" },
             value_heads: n.value_heads.iter().map(|h| h.name.clone()).collect(),
             value_head: n.value_head_name().to_owned(),

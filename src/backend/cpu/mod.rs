@@ -1,0 +1,108 @@
+//! `cpu`: the f32 reference backend and numerical oracle, multi-threaded with rayon.
+
+mod forward;
+mod math;
+
+use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput};
+use crate::chess::InputPlanes;
+use crate::weights::Network;
+use crate::weights::format::InputFormat;
+
+const NAME: &str = "cpu";
+/// lc0's maximum batch size.
+const DEFAULT_MAX_BATCH: usize = 1024;
+
+/// The CPU backend. Options: `threads` (default: all cores), `max_batch` (1024),
+/// `policy_head` ("vanilla"), `value_head` ("winner"), `mlh` (true).
+pub struct CpuBackend {
+    network: Network,
+    pool: rayon::ThreadPool,
+    max_batch: usize,
+    moves_left: bool,
+}
+
+impl CpuBackend {
+    pub fn new(mut network: Network, options: &BackendOptions) -> Result<Self, BackendError> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = options.get::<usize>(NAME, "threads")?.unwrap_or(cores);
+        let max_batch = options
+            .get::<usize>(NAME, "max_batch")?
+            .unwrap_or(DEFAULT_MAX_BATCH);
+        for (key, value) in [("threads", threads), ("max_batch", max_batch)] {
+            if value == 0 {
+                return Err(BackendError::BadOption {
+                    backend: NAME.to_owned(),
+                    key: key.to_owned(),
+                    value: "0".to_owned(),
+                    reason: "must be at least 1".to_owned(),
+                });
+            }
+        }
+        let policy = options.get::<String>(NAME, "policy_head")?;
+        let value = options.get::<String>(NAME, "value_head")?;
+        if policy.is_some() || value.is_some() {
+            let policy = policy.unwrap_or_else(|| network.policy_head_name().to_owned());
+            let value = value.unwrap_or_else(|| network.value_head_name().to_owned());
+            network
+                .select_heads(&policy, &value)
+                .map_err(|source| BackendError::Network {
+                    backend: NAME.to_owned(),
+                    source,
+                })?;
+        }
+        let moves_left =
+            options.get::<bool>(NAME, "mlh")?.unwrap_or(true) && network.moves_left.is_some();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("lc0rs-cpu-{i}"))
+            .build()
+            .map_err(|e| BackendError::BadOption {
+                backend: NAME.to_owned(),
+                key: "threads".to_owned(),
+                value: threads.to_string(),
+                reason: e.to_string(),
+            })?;
+        Ok(Self {
+            network,
+            pool,
+            max_batch,
+            moves_left,
+        })
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn attributes(&self) -> BackendAttributes {
+        BackendAttributes {
+            has_wdl: self.network.format.wdl,
+            has_mlh: self.moves_left,
+            runs_on_cpu: true,
+            max_batch: self.max_batch,
+            recommended_batch: 8,
+        }
+    }
+
+    fn input_format(&self) -> InputFormat {
+        self.network.format.input
+    }
+
+    fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
+        if batch.len() > self.max_batch {
+            return Err(BackendError::BatchTooLarge {
+                backend: NAME.to_owned(),
+                size: batch.len(),
+                max: self.max_batch,
+            });
+        }
+        if batch.is_empty() {
+            return Ok(BatchOutput::default());
+        }
+        Ok(self
+            .pool
+            .install(|| forward::forward(&self.network, batch, self.moves_left)))
+    }
+}

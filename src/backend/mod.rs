@@ -1,0 +1,172 @@
+//! The backend API, in the spirit of lc0's: a backend evaluates a batch of encoded positions
+//! to value (Q = W − L, D), moves left (M) and the 1858 raw policy logits. Backends are made by
+//! name with lc0-style options (`-b cpu -o threads=2,max_batch=256`).
+
+pub mod cpu;
+mod options;
+mod registry;
+
+use shakmaty::Move;
+
+pub use options::BackendOptions;
+pub use registry::{BACKEND_NAMES, create_backend};
+
+use crate::chess::InputPlanes;
+use crate::chess::policy_index::POLICY_SIZE;
+use crate::weights::WeightsError;
+use crate::weights::format::InputFormat;
+
+/// lc0's default policy softmax temperature (`--policy-softmax-temp`).
+pub const DEFAULT_POLICY_TEMPERATURE: f32 = 1.359;
+
+/// Why a backend could not be made or could not evaluate.
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("unknown backend {name:?}; available: {available}")]
+    UnknownBackend { name: String, available: String },
+    #[error("backend {backend}: unknown option {key:?}; it takes: {known}")]
+    UnknownOption {
+        backend: String,
+        key: String,
+        known: String,
+    },
+    #[error("backend {backend}: option {key}={value:?}: {reason}")]
+    BadOption {
+        backend: String,
+        key: String,
+        value: String,
+        reason: String,
+    },
+    #[error("backend options {text:?}: {reason}")]
+    OptionSyntax { text: String, reason: String },
+    #[error("backend {backend}: a batch of {size} positions exceeds its maximum of {max}")]
+    BatchTooLarge {
+        backend: String,
+        size: usize,
+        max: usize,
+    },
+    #[error("backend {backend}: {source}")]
+    Network {
+        backend: String,
+        source: crate::weights::network::UnknownHead,
+    },
+    #[error(transparent)]
+    Weights(#[from] WeightsError),
+}
+
+/// What a backend can do (lc0's `BackendAttributes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackendAttributes {
+    pub has_wdl: bool,
+    pub has_mlh: bool,
+    pub runs_on_cpu: bool,
+    pub max_batch: usize,
+    pub recommended_batch: usize,
+}
+
+/// The outputs of a batch, position-major.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BatchOutput {
+    /// W − L (or the tanh value of a non-WDL network).
+    pub q: Vec<f32>,
+    /// Draw probability (0 for a non-WDL network).
+    pub d: Vec<f32>,
+    /// Moves left in plies (0 without a moves-left head).
+    pub m: Vec<f32>,
+    /// `[batch][1858]` raw policy logits.
+    pub policy: Vec<f32>,
+}
+
+impl BatchOutput {
+    pub fn len(&self) -> usize {
+        self.q.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+
+    /// The raw policy logits of position `i`.
+    pub fn policy_of(&self, i: usize) -> &[f32] {
+        &self.policy[i * POLICY_SIZE..(i + 1) * POLICY_SIZE]
+    }
+
+    /// Win, draw and loss probabilities of position `i`.
+    pub fn wdl_of(&self, i: usize) -> [f32; 3] {
+        let (q, d) = (self.q[i], self.d[i]);
+        [(1.0 - d + q) / 2.0, d, (1.0 - d - q) / 2.0]
+    }
+}
+
+/// A neural-network evaluator.
+pub trait Backend: Send + Sync {
+    /// The name it was created under (`cpu`, `cuda-fp16`, ...).
+    fn name(&self) -> &str;
+    fn attributes(&self) -> BackendAttributes;
+    /// The input format positions must be encoded in for this network.
+    fn input_format(&self) -> InputFormat;
+    /// Evaluates a batch of at most `attributes().max_batch` positions.
+    fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError>;
+}
+
+/// The probabilities of the legal moves: softmax of their logits at `temperature`, as lc0
+/// computes them (max subtracted first). `legal` pairs each move with its policy index.
+pub fn legal_move_probabilities(
+    logits: &[f32],
+    legal: &[(Move, usize)],
+    temperature: f32,
+) -> Vec<f32> {
+    if legal.is_empty() {
+        return Vec::new();
+    }
+    let max = legal
+        .iter()
+        .map(|&(_, i)| logits[i])
+        .fold(f32::NEG_INFINITY, f32::max);
+    let exps: Vec<f32> = legal
+        .iter()
+        .map(|&(_, i)| ((logits[i] - max) / temperature).exp())
+        .collect();
+    let sum: f32 = exps.iter().sum();
+    exps.into_iter().map(|e| e / sum).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shakmaty::{Chess, Position};
+
+    #[test]
+    fn softmax_hand_computed() {
+        let pos = Chess::default();
+        let legal: Vec<_> = pos
+            .legal_moves()
+            .into_iter()
+            .take(3)
+            .enumerate()
+            .map(|(i, m)| (m, i))
+            .collect();
+        let logits = [0.0f32, 1.0, 2.0];
+        let p = legal_move_probabilities(&logits, &legal, 1.0);
+        let z = 1.0 + 1f32.exp() + 2f32.exp();
+        for (got, want) in p.iter().zip([1.0 / z, 1f32.exp() / z, 2f32.exp() / z]) {
+            assert!((got - want).abs() < 1e-6);
+        }
+        // Temperature 2 halves the logits.
+        let p2 = legal_move_probabilities(&logits, &legal, 2.0);
+        let z2 = 1.0 + 0.5f32.exp() + 1f32.exp();
+        assert!((p2[2] - 1f32.exp() / z2).abs() < 1e-6);
+    }
+
+    #[test]
+    fn wdl_from_q_and_d() {
+        let out = BatchOutput {
+            q: vec![0.2],
+            d: vec![0.5],
+            m: vec![0.0],
+            policy: vec![0.0; POLICY_SIZE],
+        };
+        let [w, d, l] = out.wdl_of(0);
+        assert!((w - 0.35).abs() < 1e-6 && (d - 0.5).abs() < 1e-6 && (l - 0.15).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,105 @@
+//! lc0-style backend options: `key=value,key2=value2`. Every key must be taken by the backend;
+//! a key it does not know is an error, not silently ignored.
+
+use std::cell::RefCell;
+use std::str::FromStr;
+
+use super::BackendError;
+
+/// Parsed options; each backend takes the keys it knows and then calls [`BackendOptions::finish`].
+#[derive(Debug, Default)]
+pub struct BackendOptions {
+    entries: Vec<(String, String)>,
+    taken: RefCell<Vec<String>>,
+}
+
+impl BackendOptions {
+    /// Parses `key=value,key2=value2` (spaces around items are ignored; empty is no options).
+    pub fn parse(text: &str) -> Result<Self, BackendError> {
+        let syntax = |reason: String| BackendError::OptionSyntax {
+            text: text.to_owned(),
+            reason,
+        };
+        let mut entries = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            let (key, value) = item
+                .split_once('=')
+                .ok_or_else(|| syntax(format!("{item:?} is not key=value")))?;
+            let key = key.trim();
+            if key.is_empty() || key.contains(['(', ')']) || value.contains(['(', ')']) {
+                return Err(syntax(format!(
+                    "{item:?}: nested option groups are not supported"
+                )));
+            }
+            if entries.iter().any(|(k, _)| k == key) {
+                return Err(syntax(format!("{key:?} is given twice")));
+            }
+            entries.push((key.to_owned(), value.trim().to_owned()));
+        }
+        Ok(Self {
+            entries,
+            taken: RefCell::default(),
+        })
+    }
+
+    /// Takes option `key`, parsed as `T`; `None` when absent.
+    pub fn get<T: FromStr>(&self, backend: &str, key: &str) -> Result<Option<T>, BackendError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        self.taken.borrow_mut().push(key.to_owned());
+        let Some((_, value)) = self.entries.iter().find(|(k, _)| k == key) else {
+            return Ok(None);
+        };
+        value
+            .parse()
+            .map(Some)
+            .map_err(|e: T::Err| BackendError::BadOption {
+                backend: backend.to_owned(),
+                key: key.to_owned(),
+                value: value.clone(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Fails on any option the backend did not take.
+    pub fn finish(&self, backend: &str) -> Result<(), BackendError> {
+        let taken = self.taken.borrow();
+        match self.entries.iter().find(|(k, _)| !taken.contains(k)) {
+            None => Ok(()),
+            Some((key, _)) => Err(BackendError::UnknownOption {
+                backend: backend.to_owned(),
+                key: key.clone(),
+                known: taken.join(", "),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_checks_keys() {
+        let o = BackendOptions::parse(" threads=2 , max_batch=64").unwrap();
+        assert_eq!(o.get::<usize>("cpu", "threads").unwrap(), Some(2));
+        assert_eq!(o.get::<usize>("cpu", "gpu").unwrap(), None);
+        assert!(
+            matches!(o.finish("cpu"), Err(BackendError::UnknownOption { key, .. }) if key == "max_batch")
+        );
+        assert_eq!(o.get::<usize>("cpu", "max_batch").unwrap(), Some(64));
+        assert!(o.finish("cpu").is_ok());
+    }
+
+    #[test]
+    fn bad_syntax_and_values() {
+        assert!(BackendOptions::parse("threads").is_err());
+        assert!(BackendOptions::parse("a=1,a=2").is_err());
+        assert!(BackendOptions::parse("cuda(gpu=1)").is_err());
+        assert!(BackendOptions::parse("").unwrap().finish("cpu").is_ok());
+        let o = BackendOptions::parse("threads=many").unwrap();
+        let err = o.get::<usize>("cpu", "threads").unwrap_err().to_string();
+        assert!(err.contains("threads") && err.contains("many"), "{err}");
+    }
+}

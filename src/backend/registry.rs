@@ -1,0 +1,28 @@
+//! Backends by name, like lc0's `-b`.
+
+use super::cpu::CpuBackend;
+use super::{Backend, BackendError, BackendOptions};
+use crate::weights::Network;
+
+/// The backends this build can create.
+pub const BACKEND_NAMES: [&str; 1] = ["cpu"];
+
+/// Creates backend `name` for `network` with lc0-style `options` (`key=value,...`).
+pub fn create_backend(
+    name: &str,
+    network: Network,
+    options: &str,
+) -> Result<Box<dyn Backend>, BackendError> {
+    let options = BackendOptions::parse(options)?;
+    let backend: Box<dyn Backend> = match name {
+        "cpu" => Box::new(CpuBackend::new(network, &options)?),
+        _ => {
+            return Err(BackendError::UnknownBackend {
+                name: name.to_owned(),
+                available: BACKEND_NAMES.join(", "),
+            });
+        }
+    };
+    options.finish(name)?;
+    Ok(backend)
+}
