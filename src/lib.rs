@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod chess;
+pub mod evaluate;
 pub mod netgen;
 pub mod netsource;
 pub mod weights;

@@ -6,6 +6,9 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use lc0rs::backend::{BACKEND_NAMES, DEFAULT_POLICY_TEMPERATURE, create_backend};
+use lc0rs::chess::{HistoryFill, PositionHistory};
+use lc0rs::evaluate::evaluate_positions;
 use lc0rs::netgen::PRESET_NAMES;
 use lc0rs::netsource::{NetSource, write_preset};
 use lc0rs::weights::LoadOptions;
@@ -49,10 +52,65 @@ enum Command {
         #[arg(long, default_value = "linear16", value_parser = clap::builder::PossibleValuesParser::new(LayerEncoding::ALL.map(LayerEncoding::name)))]
         encoding: String,
     },
+    /// Evaluate positions: value, draw, moves left and the move probabilities.
+    Eval {
+        #[command(flatten)]
+        net: NetArgs,
+        /// `startpos [moves ...]` or `fen FEN [moves ...]`; repeat for several positions.
+        #[arg(long = "position", required = true)]
+        positions: Vec<String>,
+        /// Policy softmax temperature.
+        #[arg(long = "temp", default_value_t = DEFAULT_POLICY_TEMPERATURE)]
+        temperature: f32,
+        /// History fill when the game is shorter than 8 positions: no, fen_only, always.
+        #[arg(long, default_value = "fen_only", value_parser = ["no", "fen_only", "always"])]
+        history_fill: String,
+        /// One JSON object per position instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-fn main() -> Result<()> {
-    let cli = Cli::parse();
+/// The network and backend flags, as lc0 names them.
+#[derive(clap::Args)]
+struct NetArgs {
+    /// Weights file, `preset:NAME` or `bundled:NAME`; default: the bundled tiny net.
+    #[arg(short = 'w', long = "weights")]
+    weights: Option<String>,
+    /// Backend name.
+    #[arg(short = 'b', long = "backend", default_value = "cpu", value_parser = clap::builder::PossibleValuesParser::new(BACKEND_NAMES))]
+    backend: String,
+    /// Backend options, `key=value,key2=value2`.
+    #[arg(short = 'o', long = "backend-opts", default_value = "")]
+    backend_opts: String,
+}
+
+impl NetArgs {
+    fn create_backend(&self) -> Result<Box<dyn lc0rs::backend::Backend>> {
+        let source = NetSource::parse(self.weights.as_deref())?;
+        let name = source.display_name();
+        let (network, _) = source
+            .load(
+                &LoadOptions::default(),
+                &mut byte_progress(format!("generating {name}")),
+            )
+            .with_context(|| format!("loading {name}"))?;
+        Ok(create_backend(&self.backend, network, &self.backend_opts)?)
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            // The cause chain, without a backtrace: these are user-facing errors.
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Info { file, json } => info(file.as_deref(), json),
         Command::GenNet {
@@ -64,7 +122,67 @@ fn main() -> Result<()> {
             let encoding = LayerEncoding::from_name(&encoding).expect("clap checked the name");
             gen_net(&preset, seed, &output, encoding)
         }
+        Command::Eval {
+            net,
+            positions,
+            temperature,
+            history_fill,
+            json,
+        } => {
+            let fill = HistoryFill::from_name(&history_fill).expect("clap checked the name");
+            eval(&net, &positions, temperature, fill, json)
+        }
     }
+}
+
+fn eval(
+    net: &NetArgs,
+    specs: &[String],
+    temperature: f32,
+    fill: HistoryFill,
+    json: bool,
+) -> Result<()> {
+    anyhow::ensure!(
+        temperature > 0.0 && temperature.is_finite(),
+        "--temp must be a positive number, not {temperature}"
+    );
+    let histories = specs
+        .iter()
+        .map(|spec| PositionHistory::from_spec(spec))
+        .collect::<Result<Vec<_>, _>>()?;
+    let backend = net.create_backend()?;
+    let results = evaluate_positions(backend.as_ref(), &histories, fill, temperature)?;
+    for (spec, r) in specs.iter().zip(&results) {
+        if json {
+            let policy: serde_json::Map<String, serde_json::Value> = r
+                .policy
+                .iter()
+                .map(|(m, p)| (m.clone(), serde_json::json!(p)))
+                .collect();
+            let object = serde_json::json!({
+                "position": spec, "q": r.q, "d": r.d, "m": r.m, "wdl": r.wdl, "policy": policy,
+            });
+            println!("{object}");
+        } else {
+            let top: Vec<String> = r
+                .policy
+                .iter()
+                .take(5)
+                .map(|(m, p)| format!("{m} {:.1}%", p * 100.0))
+                .collect();
+            println!(
+                "{spec}: q {:+.4} d {:.4} m {:.1} wdl {:.3}/{:.3}/{:.3} | {}",
+                r.q,
+                r.d,
+                r.m,
+                r.wdl[0],
+                r.wdl[1],
+                r.wdl[2],
+                top.join(", ")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A progress bar on stderr for writing a network; hidden when stderr is not a terminal.

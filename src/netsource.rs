@@ -124,9 +124,9 @@ pub fn ensure_preset_file(
     if path.is_file() {
         return Ok(path);
     }
-    std::fs::create_dir_all(&dir).map_err(|source| WeightsError::Write {
+    std::fs::create_dir_all(&dir).map_err(|error| WeightsError::Write {
         file: dir.display().to_string(),
-        source,
+        error,
     })?;
     write_preset(name, PRESET_SEED, LayerEncoding::Linear16, &path, progress)?;
     Ok(path)

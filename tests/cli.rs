@@ -128,3 +128,110 @@ fn bad_input_is_a_clear_error_not_a_panic() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+fn eval_json(args: &[&str], dir: &Path) -> Vec<serde_json::Value> {
+    let out = lc0rs(args, dir);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn eval_prints_one_object_per_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let castle = "fen r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1";
+    let results = eval_json(
+        &[
+            "eval",
+            "--position",
+            "startpos moves e2e4 e7e5",
+            "--position",
+            castle,
+            "--json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(results.len(), 2);
+    for r in &results {
+        let (q, d) = (r["q"].as_f64().unwrap(), r["d"].as_f64().unwrap());
+        let wdl: Vec<f64> = r["wdl"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert!((wdl[0] - wdl[2] - q).abs() < 1e-5 && (wdl[1] - d).abs() < 1e-6);
+        assert!((wdl.iter().sum::<f64>() - 1.0).abs() < 1e-5);
+        let total: f64 = r["policy"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .sum();
+        assert!((total - 1.0).abs() < 1e-4, "{total}");
+    }
+    assert_eq!(
+        results[0]["policy"].as_object().unwrap().len(),
+        29,
+        "legal moves after 1.e4 e5"
+    );
+    let castling = results[1]["policy"].as_object().unwrap();
+    assert!(
+        castling.contains_key("e1g1") && castling.contains_key("e1c1"),
+        "castling is written e1g1/e1c1"
+    );
+}
+
+#[test]
+fn eval_temperature_flattens_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let top = |temp: &str| {
+        let r = &eval_json(
+            &["eval", "--position", "startpos", "--temp", temp, "--json"],
+            dir.path(),
+        )[0];
+        r["policy"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .fold(0.0, f64::max)
+    };
+    assert!(top("0.5") > top("1.359") && top("1.359") > top("5"));
+}
+
+#[test]
+fn eval_rejects_bad_positions_and_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["eval", "--position", "startpos moves e2e5"], "e2e5"),
+        (
+            &["eval", "--position", "fen not/a/fen w - - 0 1"],
+            "bad FEN",
+        ),
+        (
+            &["eval", "--position", "startpos", "-o", "threads=0"],
+            "threads",
+        ),
+        (
+            &["eval", "--position", "startpos", "-o", "warp=9"],
+            "unknown option \"warp\"",
+        ),
+        (&["eval", "--position", "startpos", "--temp", "0"], "--temp"),
+    ];
+    for (args, expected) in cases {
+        let out = lc0rs(args, dir.path());
+        let err = stderr_of(&out);
+        assert!(
+            !out.status.success() && err.contains(expected),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("backtrace"),
+            "{args:?}: {err}"
+        );
+    }
+}

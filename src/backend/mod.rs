@@ -45,10 +45,10 @@ pub enum BackendError {
         size: usize,
         max: usize,
     },
-    #[error("backend {backend}: {source}")]
+    #[error("backend {backend}: {error}")]
     Network {
         backend: String,
-        source: crate::weights::network::UnknownHead,
+        error: crate::weights::network::UnknownHead,
     },
     #[error(transparent)]
     Weights(#[from] WeightsError),

@@ -120,9 +120,9 @@ pub fn assemble(
     let mut network = network;
     network
         .select_heads(&options.policy_head, &options.value_head)
-        .map_err(|source| WeightsError::UnknownHead {
+        .map_err(|error| WeightsError::UnknownHead {
             file: file.to_owned(),
-            source,
+            error,
         })?;
     Ok((network, info))
 }
@@ -308,10 +308,10 @@ impl Reader<'_> {
     /// The element count of a layer that must be present and non-empty.
     fn len(&self, field: &str, layer: Option<&Layer>) -> Result<usize, WeightsError> {
         let layer = self.present(field, layer)?;
-        element_count(layer).map_err(|source| WeightsError::Layer {
+        element_count(layer).map_err(|error| WeightsError::Layer {
             file: self.file.to_owned(),
             field: field.to_owned(),
-            source,
+            error,
         })
     }
 
@@ -330,10 +330,10 @@ impl Reader<'_> {
                 seen.push(encoding);
             }
         }
-        let values = decode_layer(layer).map_err(|source| WeightsError::Layer {
+        let values = decode_layer(layer).map_err(|error| WeightsError::Layer {
             file: self.file.to_owned(),
             field: field.to_owned(),
-            source,
+            error,
         })?;
         if values.len() != expected {
             return Err(WeightsError::Shape {

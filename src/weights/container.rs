@@ -59,9 +59,9 @@ const PER_LAYER_ENCODING_VERSION: Version = SUPPORTED_VERSION;
 /// so the compressed bytes are never held in memory as a whole.
 pub fn read_net_file(path: &Path) -> Result<Net, WeightsError> {
     let file = path.display().to_string();
-    let io_error = |source| WeightsError::Io {
+    let io_error = |error| WeightsError::Io {
         file: file.clone(),
-        source,
+        error,
     };
     let mut reader = std::fs::File::open(path).map_err(io_error)?;
     let mut magic = [0u8; 2];
@@ -124,9 +124,9 @@ pub fn decode_net(bytes: Bytes, file: &str) -> Result<Net, WeightsError> {
 /// Decodes the decompressed protobuf and checks lc0's header fields.
 fn decode_payload(payload: Bytes, file: &str) -> Result<Net, WeightsError> {
     check_payload_kind(&payload, file)?;
-    let net = Net::decode(payload).map_err(|source| WeightsError::Protobuf {
+    let net = Net::decode(payload).map_err(|error| WeightsError::Protobuf {
         file: file.to_owned(),
-        source,
+        error,
     })?;
     check_header(&net, file)?;
     Ok(net)
@@ -138,9 +138,9 @@ fn gunzip(compressed: impl Read, size_hint: usize, file: &str) -> Result<Vec<u8>
     MultiGzDecoder::new(compressed)
         .take(MAX_DECOMPRESSED_BYTES + 1)
         .read_to_end(&mut out)
-        .map_err(|source| WeightsError::Gzip {
+        .map_err(|error| WeightsError::Gzip {
             file: file.to_owned(),
-            source,
+            error,
         })?;
     if out.len() as u64 > MAX_DECOMPRESSED_BYTES {
         return Err(WeightsError::TooLarge {

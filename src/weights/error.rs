@@ -3,32 +3,24 @@
 
 use super::codec::CodecError;
 
-/// Why a weights file could not be read, decoded or accepted.
+/// Why a weights file could not be read, decoded or accepted. Each message is complete on
+/// its own (the underlying error is part of the text, not a separate `source`).
 #[derive(Debug, thiserror::Error)]
 pub enum WeightsError {
-    #[error("{file}: cannot read: {source}")]
-    Io {
-        file: String,
-        source: std::io::Error,
-    },
-    #[error("{file}: cannot write: {source}")]
-    Write {
-        file: String,
-        source: std::io::Error,
-    },
-    #[error("{file}: corrupt or truncated gzip data: {source}")]
-    Gzip {
-        file: String,
-        source: std::io::Error,
-    },
+    #[error("{file}: cannot read: {error}")]
+    Io { file: String, error: std::io::Error },
+    #[error("{file}: cannot write: {error}")]
+    Write { file: String, error: std::io::Error },
+    #[error("{file}: corrupt or truncated gzip data: {error}")]
+    Gzip { file: String, error: std::io::Error },
     #[error("{file}: decompressed data exceeds the {limit}-byte limit for a weights file")]
     TooLarge { file: String, limit: u64 },
     #[error("{file}: {what}")]
     NotWeights { file: String, what: String },
-    #[error("{file}: not an lc0 network: protobuf decoding failed: {source}")]
+    #[error("{file}: not an lc0 network: protobuf decoding failed: {error}")]
     Protobuf {
         file: String,
-        source: prost::DecodeError,
+        error: prost::DecodeError,
     },
     #[error("{file}: magic {found:#x} is not lc0's {expected:#x}: not an lc0 network")]
     BadMagic {
@@ -60,15 +52,15 @@ pub enum WeightsError {
         shape: String,
         found: usize,
     },
-    #[error("{file}: {field}: {source}")]
+    #[error("{file}: {field}: {error}")]
     Layer {
         file: String,
         field: String,
-        source: CodecError,
+        error: CodecError,
     },
-    #[error("{file}: {source}")]
+    #[error("{file}: {error}")]
     UnknownHead {
         file: String,
-        source: super::network::UnknownHead,
+        error: super::network::UnknownHead,
     },
 }

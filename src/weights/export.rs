@@ -284,9 +284,9 @@ pub fn write_net_file(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(), WeightsError> {
     let file = path.display().to_string();
-    let io_error = |source| WeightsError::Write {
+    let io_error = |error| WeightsError::Write {
         file: file.clone(),
-        source,
+        error,
     };
     let payload = net.encode_to_vec();
     let plain = path.extension().is_some_and(|e| e == "pb");

@@ -45,9 +45,9 @@ impl CpuBackend {
             let value = value.unwrap_or_else(|| network.value_head_name().to_owned());
             network
                 .select_heads(&policy, &value)
-                .map_err(|source| BackendError::Network {
+                .map_err(|error| BackendError::Network {
                     backend: NAME.to_owned(),
-                    source,
+                    error,
                 })?;
         }
         let moves_left =

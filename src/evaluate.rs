@@ -1,0 +1,62 @@
+//! Positions in, lc0's answers out: encode each history in the backend's input format,
+//! evaluate them as one batch, and turn the policy logits of the legal moves into
+//! probabilities at a temperature.
+
+use serde::Serialize;
+use shakmaty::CastlingMode;
+use shakmaty::uci::UciMove;
+
+use crate::backend::{Backend, BackendError, legal_move_probabilities};
+use crate::chess::policy_index::legal_moves_with_indices;
+use crate::chess::{HistoryFill, PositionHistory, encode_position};
+
+/// The evaluation of one position.
+#[derive(Debug, Clone, Serialize)]
+pub struct PositionEval {
+    pub q: f32,
+    pub d: f32,
+    pub m: f32,
+    /// Win, draw, loss probabilities for the side to move.
+    pub wdl: [f32; 3],
+    /// Legal moves in UCI (castling as e1g1) with their probabilities, most likely first.
+    pub policy: Vec<(String, f32)>,
+}
+
+/// Evaluates the last position of each history in one backend call.
+pub fn evaluate_positions(
+    backend: &dyn Backend,
+    histories: &[PositionHistory],
+    fill: HistoryFill,
+    temperature: f32,
+) -> Result<Vec<PositionEval>, BackendError> {
+    let format = backend.input_format();
+    let encoded: Vec<_> = histories
+        .iter()
+        .map(|h| encode_position(h, format, fill))
+        .collect();
+    let planes: Vec<_> = encoded.iter().map(|e| e.planes).collect();
+    let out = backend.evaluate(&planes)?;
+    Ok(histories
+        .iter()
+        .zip(&encoded)
+        .enumerate()
+        .map(|(i, (history, enc))| {
+            let position = &history.last().position;
+            let legal = legal_moves_with_indices(position, enc.transform);
+            let probabilities = legal_move_probabilities(out.policy_of(i), &legal, temperature);
+            let mut policy: Vec<(String, f32)> = legal
+                .iter()
+                .zip(probabilities)
+                .map(|(&(m, _), p)| (UciMove::from_move(m, CastlingMode::Standard).to_string(), p))
+                .collect();
+            policy.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            PositionEval {
+                q: out.q[i],
+                d: out.d[i],
+                m: out.m[i],
+                wdl: out.wdl_of(i),
+                policy,
+            }
+        })
+        .collect())
+}
