@@ -364,10 +364,20 @@ fn random_positions(
 }
 
 fn compare(net_name: &str, options: &str, policy_head: &str, value_head: &str) {
-    let (mut net, _) = NetSource::parse(Some(net_name))
+    let (net, _) = NetSource::parse(Some(net_name))
         .unwrap()
         .load(&LoadOptions::default(), &mut |_, _| {})
         .unwrap();
+    compare_network(net, net_name, options, policy_head, value_head);
+}
+
+fn compare_network(
+    mut net: Network,
+    net_name: &str,
+    options: &str,
+    policy_head: &str,
+    value_head: &str,
+) {
     let backend = create_backend("cpu", net.clone(), options).unwrap();
     net.select_heads(policy_head, value_head).unwrap();
     let inputs = random_positions(12, 0x9e37_79b9 ^ net_name.len() as u64, net.format.input);
@@ -404,7 +414,9 @@ fn compare(net_name: &str, options: &str, policy_head: &str, value_head: &str) {
         "{:?}",
         out.q
     );
-    assert!(out.m.iter().all(|&m| m > 0.0), "{:?}", out.m);
+    if net.moves_left.is_some() {
+        assert!(out.m.iter().all(|&m| m > 0.0), "{:?}", out.m);
+    }
     eprintln!("{net_name} {policy_head}/{value_head}: max abs difference {worst:.2e}");
 }
 
@@ -428,4 +440,40 @@ fn tiny_dense_matches_with_every_head() {
         "optimistic",
         "st",
     );
+}
+
+/// The activations and heads the bundled nets do not use: ReLU default, SELU FFN, tanh and
+/// sigmoid smolgen, a scalar (non-WDL) value head, no moves-left head, no gating; and a
+/// net whose FFN and smolgen activations are "none" and swish with a ReLU default.
+#[test]
+fn other_activations_and_scalar_value_match() {
+    use lc0rs::netgen::{generate, preset};
+    use lc0rs::weights::format::InputFormat;
+    let variants = [
+        (
+            Activation::Relu,
+            Activation::Tanh,
+            Activation::Selu,
+            InputFormat::CanonicalHectoplies,
+        ),
+        (
+            Activation::Relu,
+            Activation::Sigmoid,
+            Activation::Identity,
+            InputFormat::With112CastlingPlane,
+        ),
+    ];
+    for (i, (default, smolgen, ffn, input)) in variants.into_iter().enumerate() {
+        let mut arch = preset("tiny").unwrap();
+        arch.format.default_activation = default;
+        arch.format.smolgen_activation = smolgen;
+        arch.format.ffn_activation = ffn;
+        arch.format.input = input;
+        arch.format.wdl = false;
+        arch.format.moves_left = false;
+        arch.gating = false;
+        let net = generate(&arch, 11 + i as u64);
+        assert_eq!(net.value().output.outputs, 1);
+        compare_network(net, &format!("variant {i}"), "", "vanilla", "winner");
+    }
 }

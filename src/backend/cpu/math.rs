@@ -200,3 +200,51 @@ pub fn matmul_views(out: &mut [f32], a: View<'_>, b: View<'_>, alpha: f32, beta:
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn activations_hand_computed() {
+        let close = |a: f32, b: f32| (a - b).abs() < 1e-5;
+        assert!(
+            close(activate(Activation::Relu, -2.0), 0.0)
+                && close(activate(Activation::Relu, 1.5), 1.5)
+        );
+        assert!(
+            close(activate(Activation::Relu2, 3.0), 9.0)
+                && close(activate(Activation::Relu2, -3.0), 0.0)
+        );
+        // mish(1) = tanh(ln(1 + e)) = 0.865098; mish(-1) = -tanh(ln(1 + 1/e)) = -0.303401.
+        assert!(close(activate(Activation::Mish, 1.0), 0.865_098));
+        assert!(close(activate(Activation::Mish, -1.0), -0.303_401));
+        assert!(close(activate(Activation::Mish, 30.0), 30.0), "no overflow");
+        // swish(1) = 1/(1 + 1/e) = 0.731059.
+        assert!(close(activate(Activation::Swish, 1.0), 0.731_059));
+        // selu(-1) = 1.0507·1.67326·(1/e − 1) = -1.111331.
+        assert!(close(activate(Activation::Selu, -1.0), -1.111_331));
+        assert!(close(activate(Activation::Selu, 2.0), 2.101_402));
+        assert!(close(activate(Activation::Tanh, 0.5), 0.462_117));
+        assert!(close(activate(Activation::Sigmoid, 0.0), 0.5));
+        assert!(close(activate(Activation::Identity, -7.25), -7.25));
+    }
+
+    #[test]
+    fn layer_norm_hand_computed() {
+        // [1, 2, 3, 4]: mean 2.5, biased variance 1.25.
+        let ln = LayerNorm {
+            gammas: vec![1.0, 2.0, 1.0, 1.0],
+            betas: vec![0.0, 0.0, 0.0, 0.5],
+            eps: 0.0,
+        };
+        let mut x = vec![1.0, 2.0, 3.0, 4.0];
+        layer_norm(&mut x, &ln);
+        let s = 1.25f32.sqrt();
+        let want = [-1.5 / s, 2.0 * -0.5 / s, 0.5 / s, 1.5 / s + 0.5];
+        assert!(
+            x.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6),
+            "{x:?}"
+        );
+    }
+}
