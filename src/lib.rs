@@ -7,6 +7,8 @@
 pub mod backend;
 pub mod chess;
 pub mod evaluate;
+pub mod gpu;
 pub mod netgen;
 pub mod netsource;
+pub mod selftest;
 pub mod weights;

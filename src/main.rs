@@ -69,6 +69,33 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check a backend against the cpu oracle on random legal positions.
+    Selftest {
+        #[command(flatten)]
+        net: NetArgs,
+        /// Positions to compare (at least the largest batch size).
+        #[arg(long, default_value_t = 256)]
+        positions: usize,
+        /// Batch sizes, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [1usize, 7, 64, 256])]
+        batch: Vec<usize>,
+        /// Seed of the random games.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print one JSON object per batch size.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the GPU runtimes found and their GPUs, or why there are none.
+    Devices,
+    /// Compile every kernel with the vendor's run-time compiler (needs no GPU).
+    CompileKernels {
+        #[arg(long, value_parser = ["cuda"])]
+        vendor: String,
+        /// Target architecture, e.g. sm_80, sm_90.
+        #[arg(long)]
+        arch: String,
+    },
 }
 
 /// The network and backend flags, as lc0 names them.
@@ -86,7 +113,7 @@ struct NetArgs {
 }
 
 impl NetArgs {
-    fn create_backend(&self) -> Result<Box<dyn lc0rs::backend::Backend>> {
+    fn network(&self) -> Result<lc0rs::weights::Network> {
         let source = NetSource::parse(self.weights.as_deref())?;
         let name = source.display_name();
         let (network, _) = source
@@ -95,7 +122,15 @@ impl NetArgs {
                 &mut byte_progress(format!("generating {name}")),
             )
             .with_context(|| format!("loading {name}"))?;
-        Ok(create_backend(&self.backend, network, &self.backend_opts)?)
+        Ok(network)
+    }
+
+    fn create_backend(&self) -> Result<Box<dyn lc0rs::backend::Backend>> {
+        Ok(create_backend(
+            &self.backend,
+            self.network()?,
+            &self.backend_opts,
+        )?)
     }
 }
 
@@ -122,6 +157,18 @@ fn run(cli: Cli) -> Result<()> {
             let encoding = LayerEncoding::from_name(&encoding).expect("clap checked the name");
             gen_net(&preset, seed, &output, encoding)
         }
+        Command::Selftest {
+            net,
+            positions,
+            batch,
+            seed,
+            json,
+        } => selftest(&net, positions, &batch, seed, json),
+        Command::Devices => {
+            devices();
+            Ok(())
+        }
+        Command::CompileKernels { vendor: _, arch } => compile_kernels(&arch),
         Command::Eval {
             net,
             positions,
@@ -232,6 +279,114 @@ fn gen_net(
         "wrote {} ({preset}, seed {seed}, {})",
         output.display(),
         encoding.name()
+    );
+    Ok(())
+}
+
+fn selftest(
+    net: &NetArgs,
+    positions: usize,
+    batches: &[usize],
+    seed: u64,
+    json: bool,
+) -> Result<()> {
+    use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
+    anyhow::ensure!(
+        !batches.is_empty() && batches.iter().all(|&b| b > 0),
+        "--batch needs positive sizes"
+    );
+    let network = net.network()?;
+    let largest = batches.iter().copied().max().unwrap_or(1);
+    let count = positions.max(largest);
+    let backend = create_backend(&net.backend, network.clone(), &net.backend_opts)?;
+    let oracle = create_backend("cpu", network, "")?;
+    let histories = random_histories(count, seed);
+    let encoded = encode_all(&histories, backend.as_ref());
+    eprintln!(
+        "selftest: {} vs cpu on {count} random positions",
+        net.backend
+    );
+    let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64)?;
+    let mut failed = Vec::new();
+    for &batch in batches {
+        let got = evaluate_in_batches(backend.as_ref(), &encoded, batch)?;
+        let e = compare(&histories, &encoded, &got, &want, batch);
+        let verdict = if e.passed() { "PASS" } else { "FAIL" };
+        if json {
+            println!("{}", serde_json::json!({"result": verdict, "errors": e}));
+        } else {
+            println!(
+                "batch {batch:>4}: max|dP| {:.2e} mean|dP| {:.2e} logits rel-L2 {:.2e} |dQ| {:.2e} |dD| {:.2e} |dM| {:.2e} (limit ratio {:.2}) {verdict}",
+                e.max_probability,
+                e.mean_probability,
+                e.max_logits_relative_l2,
+                e.max_q,
+                e.max_d,
+                e.max_m,
+                e.m_ratio
+            );
+        }
+        if !e.passed() {
+            failed.push(batch);
+        }
+    }
+    anyhow::ensure!(
+        failed.is_empty(),
+        "selftest failed at batch sizes {failed:?}"
+    );
+    Ok(())
+}
+
+fn devices() {
+    use lc0rs::gpu::GpuDevice;
+    use lc0rs::gpu::cuda;
+    println!("CUDA:");
+    for (library, present) in cuda::libraries_present() {
+        println!(
+            "  {library}: {}",
+            if present { "found" } else { "not found" }
+        );
+    }
+    for (library, version) in cuda::library_versions() {
+        println!("  {library} {version}");
+    }
+    match cuda::device_count() {
+        Err(e) => println!("  no GPUs: {e}"),
+        Ok(0) => println!("  no GPUs: the driver reports none"),
+        Ok(count) => {
+            for ordinal in 0..count {
+                match cuda::CudaDevice::new(ordinal) {
+                    Ok(device) => {
+                        let info = device.info();
+                        println!(
+                            "  gpu {ordinal}: {} ({}), {:.1} GiB, {} SMs, {}",
+                            info.name,
+                            info.arch,
+                            info.memory_bytes as f64 / (1u64 << 30) as f64,
+                            info.multiprocessors,
+                            info.runtime
+                        );
+                    }
+                    Err(e) => println!("  gpu {ordinal}: unusable: {e}"),
+                }
+            }
+        }
+    }
+}
+
+fn compile_kernels(arch: &str) -> Result<()> {
+    let started = std::time::Instant::now();
+    let ptx = lc0rs::gpu::cuda::nvrtc::compile(arch)?;
+    let text = ptx.to_src();
+    for name in lc0rs::gpu::kernels::KERNEL_NAMES {
+        let found = text.contains(&format!(".entry {name}("));
+        println!("{name}: {}", if found { "compiled" } else { "MISSING" });
+        anyhow::ensure!(found, "kernel {name} is not in the PTX for {arch}");
+    }
+    eprintln!(
+        "compiled {} kernels for {arch} in {:.2} s",
+        lc0rs::gpu::kernels::KERNEL_NAMES.len(),
+        started.elapsed().as_secs_f64()
     );
     Ok(())
 }

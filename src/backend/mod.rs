@@ -3,6 +3,7 @@
 //! name with lc0-style options (`-b cpu -o threads=2,max_batch=256`).
 
 pub mod cpu;
+pub mod gpu;
 mod options;
 mod registry;
 
@@ -49,6 +50,11 @@ pub enum BackendError {
     Network {
         backend: String,
         error: crate::weights::network::UnknownHead,
+    },
+    #[error("backend {backend}: {error}")]
+    Gpu {
+        backend: String,
+        error: crate::gpu::GpuError,
     },
     #[error(transparent)]
     Weights(#[from] WeightsError),

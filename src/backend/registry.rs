@@ -5,7 +5,7 @@ use super::{Backend, BackendError, BackendOptions};
 use crate::weights::Network;
 
 /// The backends this build can create.
-pub const BACKEND_NAMES: [&str; 1] = ["cpu"];
+pub const BACKEND_NAMES: [&str; 2] = ["cpu", "cuda-fp16"];
 
 /// Creates backend `name` for `network` with lc0-style `options` (`key=value,...`).
 pub fn create_backend(
@@ -16,6 +16,7 @@ pub fn create_backend(
     let options = BackendOptions::parse(options)?;
     let backend: Box<dyn Backend> = match name {
         "cpu" => Box::new(CpuBackend::new(network, &options)?),
+        "cuda-fp16" => Box::new(super::gpu::create_cuda(name, network, &options)?),
         _ => {
             return Err(BackendError::UnknownBackend {
                 name: name.to_owned(),

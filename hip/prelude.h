@@ -1,0 +1,78 @@
+// lc0rs portability prelude: the same kernel source compiles under NVRTC (CUDA), hipRTC and
+// hipcc (AMD, wave32 RDNA and wave64 CDNA). Facts: gpu-apis.md §2.4–2.6.
+#if defined(__HIP__) || defined(__HIPCC_RTC__) || defined(__HIPCC__)
+  #define GPU_HIP 1
+  #if !defined(__HIPCC_RTC__)
+    #include <hip/hip_runtime.h>
+    #include <hip/hip_fp16.h>
+  #endif
+  #ifndef WARP_SIZE
+    #if defined(__AMDGCN_WAVEFRONT_SIZE__)
+      #define WARP_SIZE __AMDGCN_WAVEFRONT_SIZE__
+    #elif defined(__AMDGCN_WAVEFRONT_SIZE)
+      #define WARP_SIZE __AMDGCN_WAVEFRONT_SIZE
+    #elif defined(__GFX9__)
+      #define WARP_SIZE 64
+    #else
+      #define WARP_SIZE 32
+    #endif
+  #endif
+  #define SHFL_XOR(v, m) __shfl_xor((v), (m), WARP_SIZE)
+#else
+  #define GPU_CUDA 1
+  #include <cuda_fp16.h>
+  #ifndef WARP_SIZE
+    #define WARP_SIZE 32
+  #endif
+  #define SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
+#endif
+
+typedef unsigned int u32;
+typedef int i32;
+typedef unsigned long long u64;
+typedef short i16;
+
+// Unmangled names for cuModuleGetFunction / hipModuleGetFunction.
+#define KERNEL extern "C" __global__
+
+// Activation codes; the Rust side (src/gpu/kernels.rs) uses the same numbers.
+#define ACT_IDENTITY 0
+#define ACT_RELU 1
+#define ACT_RELU2 2
+#define ACT_MISH 3
+#define ACT_SWISH 4
+#define ACT_SELU 5
+#define ACT_TANH 6
+#define ACT_SIGMOID 7
+
+static __device__ __forceinline__ float activate(float x, int act) {
+  switch (act) {
+    case ACT_RELU: return x > 0.f ? x : 0.f;
+    case ACT_RELU2: { float r = x > 0.f ? x : 0.f; return r * r; }
+    case ACT_MISH: { float sp = x > 20.f ? x : log1pf(expf(x)); return x * tanhf(sp); }
+    case ACT_SWISH: return x / (1.f + expf(-x));
+    case ACT_SELU: return x > 0.f ? 1.0507010f * x : 1.0507010f * 1.6732632f * (expf(x) - 1.f);
+    case ACT_TANH: return tanhf(x);
+    case ACT_SIGMOID: return 1.f / (1.f + expf(-x));
+    default: return x;
+  }
+}
+
+static __device__ __forceinline__ float warp_sum(float v) {
+  #pragma unroll
+  for (int m = WARP_SIZE / 2; m > 0; m /= 2) v += SHFL_XOR(v, m);
+  return v;
+}
+
+// Sum over the block; `scratch` holds one float per warp. Every thread gets the total.
+static __device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
+  const int warps = (blockDim.x + WARP_SIZE - 1) / WARP_SIZE;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = 0.f;
+  for (int w = 0; w < warps; ++w) total += scratch[w];
+  return total;
+}

@@ -1,0 +1,613 @@
+//! The encoder executor: buffers sized for the maximum batch, and the whole forward pass
+//! enqueued on the device's stream with no host synchronisation until the outputs are copied
+//! back. Written once against [`GpuDevice`]; both vendors run it.
+
+use std::mem::size_of;
+
+use half::f16;
+
+use super::weights::{DenseGpu, NetworkGpu, NormGpu};
+use crate::chess::InputPlanes;
+use crate::chess::policy_index::POLICY_SIZE;
+use crate::gpu::kernels::{activation_code, attention_kernel};
+use crate::gpu::{
+    BatchedProduct, DevicePtr, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuResult, KernelArg,
+    Launch, Linear,
+};
+use crate::weights::format::{Activation, NetFormat};
+use crate::weights::network::Network;
+
+const SQUARES: usize = 64;
+const PLANES: usize = 112;
+const HALF: usize = size_of::<f16>();
+/// Threads per block of the row kernels (layer norm, policy finish).
+const ROW_THREADS: u32 = 256;
+/// The largest row the layer-norm kernel keeps in shared memory (floats).
+const MAX_NORM_COLS: usize = 12 * 1024;
+
+/// Shapes the executor needs, derived from the network.
+#[derive(Debug, Clone)]
+pub struct Shapes {
+    pub embedding: usize,
+    pub d_model: usize,
+    pub heads: usize,
+    pub depth: usize,
+    pub dff: usize,
+    pub input_width: usize,
+    pub dense_size: usize,
+    pub embedding_dff: usize,
+    pub smolgen: Option<(usize, usize, usize)>,
+    pub policy_embedding: usize,
+    pub policy_d: usize,
+    pub value: (usize, usize, usize),
+    pub mlh: Option<(usize, usize)>,
+}
+
+impl Shapes {
+    pub fn of(n: &Network) -> Self {
+        let p = n.policy();
+        let v = n.value();
+        Self {
+            embedding: n.dims.embedding,
+            d_model: n.dims.d_model,
+            heads: n.dims.heads,
+            depth: n.dims.head_depth,
+            dff: n.dims.dff,
+            input_width: n.dims.input_width,
+            dense_size: n.dims.dense_size,
+            embedding_dff: n
+                .embedding
+                .pe_dense
+                .as_ref()
+                .map_or(0, |p| p.ffn.dense1.outputs),
+            smolgen: n
+                .dims
+                .smolgen
+                .map(|s| (s.hidden_channels, s.hidden_size, s.gen_size)),
+            policy_embedding: p.embedding.outputs,
+            policy_d: p.query.outputs,
+            value: (v.embedding.outputs, v.hidden.outputs, v.output.outputs),
+            mlh: n
+                .moves_left
+                .as_ref()
+                .map(|m| (m.embedding.outputs, m.hidden.outputs)),
+        }
+    }
+
+    /// Checks the limits of the kernels (attention head depths, layer-norm row width).
+    pub fn check_supported(&self) -> GpuResult<()> {
+        if attention_kernel(self.depth).is_none() {
+            return Err(GpuError::Unsupported(format!(
+                "head depth {} (the attention kernel has 16, 32 and 64)",
+                self.depth
+            )));
+        }
+        let widest = [
+            self.embedding,
+            self.smolgen.map_or(0, |s| s.1.max(s.2 * self.heads)),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        if widest > MAX_NORM_COLS {
+            return Err(GpuError::Unsupported(format!(
+                "a layer-norm row of {widest} values (limit {MAX_NORM_COLS})"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Activation buffers for up to `max_batch` positions.
+pub struct Buffers {
+    pub masks: GpuBuffer,
+    pub values: GpuBuffer,
+    pe_dense_in: Option<GpuBuffer>,
+    pe_dense_out: Option<GpuBuffer>,
+    tokens: GpuBuffer,
+    x: GpuBuffer,
+    qkv: GpuBuffer,
+    ctx: GpuBuffer,
+    tmp: GpuBuffer,
+    hidden: GpuBuffer,
+    smolgen: Option<[GpuBuffer; 4]>,
+    policy_embedding: GpuBuffer,
+    policy_qk: GpuBuffer,
+    policy_logits: GpuBuffer,
+    pub policy_out: GpuBuffer,
+    head_embedding: GpuBuffer,
+    head_hidden: GpuBuffer,
+    value_out: GpuBuffer,
+    mlh_out: GpuBuffer,
+    pub finished: GpuBuffer,
+}
+
+impl Buffers {
+    pub fn new(device: &dyn GpuDevice, s: &Shapes, max_batch: usize) -> GpuResult<Self> {
+        let rows = max_batch * SQUARES;
+        let half = |elements: usize| device.alloc(elements * HALF);
+        let head_width = s.value.0.max(s.mlh.map_or(0, |m| m.0));
+        let head_hidden = s.value.1.max(s.mlh.map_or(0, |m| m.1));
+        Ok(Self {
+            masks: device.alloc(max_batch * PLANES * size_of::<u64>())?,
+            values: device.alloc(max_batch * PLANES * size_of::<f32>())?,
+            pe_dense_in: (s.dense_size > 0)
+                .then(|| half(max_batch * SQUARES * 12))
+                .transpose()?,
+            pe_dense_out: (s.dense_size > 0)
+                .then(|| half(rows * s.dense_size))
+                .transpose()?,
+            tokens: half(rows * s.input_width)?,
+            x: half(rows * s.embedding)?,
+            qkv: half(rows * 3 * s.d_model)?,
+            ctx: half(rows * s.d_model)?,
+            tmp: half(rows * s.embedding)?,
+            hidden: half(rows * s.dff.max(s.embedding_dff))?,
+            smolgen: s
+                .smolgen
+                .map(|(hc, hs, gs)| -> GpuResult<[GpuBuffer; 4]> {
+                    Ok([
+                        half(rows * hc)?,
+                        half(max_batch * hs)?,
+                        half(max_batch * s.heads * gs)?,
+                        half(max_batch * s.heads * SQUARES * SQUARES)?,
+                    ])
+                })
+                .transpose()?,
+            policy_embedding: half(rows * s.policy_embedding)?,
+            policy_qk: half(rows * 2 * s.policy_d)?,
+            policy_logits: half(max_batch * SQUARES * SQUARES)?,
+            policy_out: device.alloc(max_batch * POLICY_SIZE * size_of::<f32>())?,
+            head_embedding: half(rows * head_width)?,
+            head_hidden: half(max_batch * head_hidden)?,
+            value_out: half(max_batch * s.value.2)?,
+            mlh_out: half(max_batch)?,
+            finished: device.alloc(max_batch * 3 * size_of::<f32>())?,
+        })
+    }
+
+    /// Device memory held by these buffers.
+    pub fn bytes(&self) -> usize {
+        let optional = |b: &Option<GpuBuffer>| b.as_ref().map_or(0, GpuBuffer::bytes);
+        [
+            &self.masks,
+            &self.values,
+            &self.tokens,
+            &self.x,
+            &self.qkv,
+            &self.ctx,
+            &self.tmp,
+            &self.hidden,
+            &self.policy_embedding,
+            &self.policy_qk,
+            &self.policy_logits,
+            &self.policy_out,
+            &self.head_embedding,
+            &self.head_hidden,
+            &self.value_out,
+            &self.mlh_out,
+            &self.finished,
+        ]
+        .iter()
+        .map(|b| b.bytes())
+        .sum::<usize>()
+            + optional(&self.pe_dense_in)
+            + optional(&self.pe_dense_out)
+            + self
+                .smolgen
+                .as_ref()
+                .map_or(0, |s| s.iter().map(GpuBuffer::bytes).sum())
+    }
+}
+
+/// Copies a batch's 112 (mask, value) pairs to the device, as lc0 sends them.
+pub fn upload_inputs(
+    device: &dyn GpuDevice,
+    buffers: &Buffers,
+    batch: &[InputPlanes],
+) -> GpuResult<()> {
+    let masks: Vec<u8> = batch
+        .iter()
+        .flat_map(|p| p.iter().flat_map(|plane| plane.mask.to_le_bytes()))
+        .collect();
+    let values: Vec<u8> = batch
+        .iter()
+        .flat_map(|p| p.iter().flat_map(|plane| plane.value.to_le_bytes()))
+        .collect();
+    device.upload(buffers.masks.ptr(), &masks)?;
+    device.upload(buffers.values.ptr(), &values)
+}
+
+/// Enqueues one forward pass of `n` positions whose inputs are already on the device.
+pub struct Forward<'a> {
+    pub device: &'a dyn GpuDevice,
+    pub net: &'a NetworkGpu,
+    pub format: &'a NetFormat,
+    pub shapes: &'a Shapes,
+    pub buffers: &'a Buffers,
+    pub gemm: GemmPath,
+    pub alpha: f32,
+}
+
+impl Forward<'_> {
+    fn linear(
+        &self,
+        layer: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        rows: usize,
+        bias: bool,
+    ) -> GpuResult<()> {
+        let op = Linear {
+            m: rows,
+            n: layer.outputs,
+            k: layer.inputs,
+            x,
+            ldx: layer.inputs,
+            w: layer.w.ptr(),
+            y,
+            ldy: layer.outputs,
+            bias: if bias { layer.bias() } else { None },
+        };
+        self.device.linear(self.gemm, &op)
+    }
+
+    /// `y = act(x·Wᵀ + b)`: the bias in the GEMM epilogue on the Lt path, in the activation
+    /// kernel on the BLAS path.
+    fn dense_act(
+        &self,
+        layer: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        rows: usize,
+        act: Activation,
+    ) -> GpuResult<()> {
+        let fused_bias = self.gemm == GemmPath::Lt || act == Activation::Identity;
+        self.linear(layer, x, y, rows, fused_bias)?;
+        if act == Activation::Identity {
+            return Ok(());
+        }
+        let bias = if fused_bias {
+            0
+        } else {
+            layer.bias().unwrap_or(0)
+        };
+        let elements = rows * layer.outputs;
+        self.device.launch(
+            "bias_activation",
+            Launch::elements(elements),
+            &[
+                KernelArg::Ptr(y),
+                KernelArg::Ptr(bias),
+                KernelArg::I64(rows as i64),
+                KernelArg::I32(layer.outputs as i32),
+                KernelArg::I32(activation_code(act)),
+            ],
+        )
+    }
+
+    /// `out = LN(act(input + bias)·alpha + skip)` row by row.
+    #[allow(clippy::too_many_arguments)]
+    fn layer_norm(
+        &self,
+        out: DevicePtr,
+        input: DevicePtr,
+        bias: Option<DevicePtr>,
+        act: Activation,
+        alpha: f32,
+        skip: Option<DevicePtr>,
+        ln: &NormGpu,
+        rows: usize,
+        cols: usize,
+    ) -> GpuResult<()> {
+        self.device.launch(
+            "layer_norm",
+            Launch {
+                grid: [rows as u32, 1, 1],
+                block: [ROW_THREADS, 1, 1],
+                shared_bytes: (cols * size_of::<f32>()) as u32,
+            },
+            &[
+                KernelArg::Ptr(out),
+                KernelArg::Ptr(input),
+                KernelArg::Ptr(bias.unwrap_or(0)),
+                KernelArg::I32(activation_code(act)),
+                KernelArg::F32(alpha),
+                KernelArg::Ptr(skip.unwrap_or(0)),
+                KernelArg::Ptr(ln.gamma.ptr()),
+                KernelArg::Ptr(ln.beta.ptr()),
+                KernelArg::F32(ln.eps),
+                KernelArg::I32(cols as i32),
+            ],
+        )
+    }
+
+    pub fn enqueue(&self, n: usize) -> GpuResult<()> {
+        self.embed(n)?;
+        for layer in 0..self.net.encoders.len() {
+            self.encoder(layer, n)?;
+        }
+        self.policy(n)?;
+        self.value_and_moves_left(n)
+    }
+
+    fn embed(&self, n: usize) -> GpuResult<()> {
+        let (b, s, net) = (self.buffers, self.shapes, self.net);
+        let rows = n * SQUARES;
+        let inputs = [
+            KernelArg::Ptr(b.masks.ptr()),
+            KernelArg::Ptr(b.values.ptr()),
+        ];
+        let (extra, extra_width, extra_stride) =
+            match (&net.pe_dense, &b.pe_dense_in, &b.pe_dense_out) {
+                (Some(pd), Some(pre_in), Some(pre_out)) => {
+                    self.device.launch(
+                        "pe_dense_input",
+                        Launch::elements(n * SQUARES * 12),
+                        &[
+                            inputs[0],
+                            inputs[1],
+                            KernelArg::Ptr(pre_in.ptr()),
+                            KernelArg::I32(n as i32),
+                        ],
+                    )?;
+                    self.linear(&pd.preprocess, pre_in.ptr(), pre_out.ptr(), n, true)?;
+                    (pre_out.ptr(), s.dense_size, SQUARES * s.dense_size)
+                }
+                _ => (net.positional_encoding.ptr(), SQUARES, 0),
+            };
+        self.device.launch(
+            "expand_tokens",
+            Launch::elements(rows * s.input_width),
+            &[
+                inputs[0],
+                inputs[1],
+                KernelArg::Ptr(extra),
+                KernelArg::I32(extra_width as i32),
+                KernelArg::I32(extra_stride as i32),
+                KernelArg::Ptr(b.tokens.ptr()),
+                KernelArg::I32(n as i32),
+            ],
+        )?;
+        let x = b.x.ptr();
+        let act = self.format.default_activation;
+        match &net.pe_dense {
+            None => self.dense_act(&net.embedding, b.tokens.ptr(), x, rows, act)?,
+            Some(pd) => {
+                self.linear(&net.embedding, b.tokens.ptr(), x, rows, false)?;
+                self.layer_norm(
+                    x,
+                    x,
+                    net.embedding.bias(),
+                    act,
+                    1.0,
+                    None,
+                    &pd.ln,
+                    rows,
+                    s.embedding,
+                )?;
+            }
+        }
+        if let Some((mult, add)) = &net.gating {
+            self.device.launch(
+                "input_gating",
+                Launch::elements(rows * s.embedding),
+                &[
+                    KernelArg::Ptr(x),
+                    KernelArg::Ptr(mult.ptr()),
+                    KernelArg::Ptr(add.ptr()),
+                    KernelArg::I64(rows as i64),
+                    KernelArg::I32(s.embedding as i32),
+                ],
+            )?;
+        }
+        if let Some(pd) = &net.pe_dense {
+            self.dense_act(
+                &pd.ffn1,
+                x,
+                b.hidden.ptr(),
+                rows,
+                self.format.ffn_activation,
+            )?;
+            self.linear(&pd.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)?;
+            self.layer_norm(
+                x,
+                b.tmp.ptr(),
+                pd.ffn2.bias(),
+                Activation::Identity,
+                self.alpha,
+                Some(x),
+                &pd.ffn_ln,
+                rows,
+                s.embedding,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn encoder(&self, index: usize, n: usize) -> GpuResult<()> {
+        let (b, s) = (self.buffers, self.shapes);
+        let layer = &self.net.encoders[index];
+        let rows = n * SQUARES;
+        let x = b.x.ptr();
+        let bias = match (&layer.smolgen, &b.smolgen, &self.net.smolgen_weight_gen) {
+            (Some(sg), Some([compressed, h1, h2, bias]), Some(weight_gen)) => {
+                let act = self.format.smolgen_activation;
+                self.linear(&sg.compress, x, compressed.ptr(), rows, false)?;
+                self.linear(&sg.dense1, compressed.ptr(), h1.ptr(), n, false)?;
+                self.layer_norm(
+                    h1.ptr(),
+                    h1.ptr(),
+                    sg.dense1.bias(),
+                    act,
+                    1.0,
+                    None,
+                    &sg.ln1,
+                    n,
+                    sg.dense1.outputs,
+                )?;
+                self.linear(&sg.dense2, h1.ptr(), h2.ptr(), n, false)?;
+                self.layer_norm(
+                    h2.ptr(),
+                    h2.ptr(),
+                    sg.dense2.bias(),
+                    act,
+                    1.0,
+                    None,
+                    &sg.ln2,
+                    n,
+                    sg.dense2.outputs,
+                )?;
+                self.linear(weight_gen, h2.ptr(), bias.ptr(), n * s.heads, false)?;
+                bias.ptr()
+            }
+            _ => 0,
+        };
+        self.linear(&layer.qkv, x, b.qkv.ptr(), rows, true)?;
+        let kernel = attention_kernel(s.depth).expect("checked in Shapes::check_supported");
+        self.device.launch(
+            kernel,
+            Launch {
+                grid: [s.heads as u32, n as u32, 1],
+                block: [SQUARES as u32, 1, 1],
+                shared_bytes: 0,
+            },
+            &[
+                KernelArg::Ptr(b.qkv.ptr()),
+                KernelArg::Ptr(bias),
+                KernelArg::Ptr(b.ctx.ptr()),
+                KernelArg::I32(s.heads as i32),
+            ],
+        )?;
+        self.linear(&layer.out, b.ctx.ptr(), b.tmp.ptr(), rows, false)?;
+        self.layer_norm(
+            x,
+            b.tmp.ptr(),
+            layer.out.bias(),
+            Activation::Identity,
+            self.alpha,
+            Some(x),
+            &layer.ln1,
+            rows,
+            s.embedding,
+        )?;
+        self.dense_act(
+            &layer.ffn1,
+            x,
+            b.hidden.ptr(),
+            rows,
+            self.format.ffn_activation,
+        )?;
+        self.linear(&layer.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)?;
+        self.layer_norm(
+            x,
+            b.tmp.ptr(),
+            layer.ffn2.bias(),
+            Activation::Identity,
+            self.alpha,
+            Some(x),
+            &layer.ln2,
+            rows,
+            s.embedding,
+        )
+    }
+
+    fn policy(&self, n: usize) -> GpuResult<()> {
+        let (b, p) = (self.buffers, &self.net.policy);
+        let rows = n * SQUARES;
+        self.dense_act(
+            &p.embedding,
+            b.x.ptr(),
+            b.policy_embedding.ptr(),
+            rows,
+            self.format.default_activation,
+        )?;
+        self.linear(
+            &p.query_key,
+            b.policy_embedding.ptr(),
+            b.policy_qk.ptr(),
+            rows,
+            true,
+        )?;
+        let dp = p.dp;
+        let keys = b.policy_qk.ptr() + (dp * HALF) as u64;
+        self.device.batched_product(&BatchedProduct {
+            batch: n,
+            m: SQUARES,
+            n: SQUARES,
+            k: dp,
+            alpha: 1.0 / (dp as f32).sqrt(),
+            a: b.policy_qk.ptr(),
+            lda: 2 * dp,
+            stride_a: SQUARES * 2 * dp,
+            b: keys,
+            ldb: 2 * dp,
+            stride_b: SQUARES * 2 * dp,
+            c: b.policy_logits.ptr(),
+            ldc: SQUARES,
+            stride_c: SQUARES * SQUARES,
+        })?;
+        self.device.launch(
+            "policy_finish",
+            Launch {
+                grid: [n as u32, 1, 1],
+                block: [ROW_THREADS, 1, 1],
+                shared_bytes: 0,
+            },
+            &[
+                KernelArg::Ptr(b.policy_logits.ptr()),
+                KernelArg::Ptr(keys),
+                KernelArg::I32((2 * dp) as i32),
+                KernelArg::Ptr(p.promotion.ptr()),
+                KernelArg::I32(dp as i32),
+                KernelArg::Ptr(self.net.policy_map.ptr()),
+                KernelArg::Ptr(b.policy_out.ptr()),
+            ],
+        )
+    }
+
+    fn value_and_moves_left(&self, n: usize) -> GpuResult<()> {
+        let b = self.buffers;
+        let act = self.format.default_activation;
+        let head = |h: &super::weights::HeadGpu, out: DevicePtr| -> GpuResult<()> {
+            self.dense_act(
+                &h.embedding,
+                b.x.ptr(),
+                b.head_embedding.ptr(),
+                n * SQUARES,
+                act,
+            )?;
+            self.dense_act(
+                &h.hidden,
+                b.head_embedding.ptr(),
+                b.head_hidden.ptr(),
+                n,
+                act,
+            )?;
+            self.linear(&h.output, b.head_hidden.ptr(), out, n, true)
+        };
+        head(&self.net.value, b.value_out.ptr())?;
+        let mlh = match &self.net.moves_left {
+            Some(h) => {
+                head(h, b.mlh_out.ptr())?;
+                b.mlh_out.ptr()
+            }
+            None => 0,
+        };
+        self.device.launch(
+            "value_finish",
+            Launch {
+                grid: [n.div_ceil(128) as u32, 1, 1],
+                block: [128, 1, 1],
+                shared_bytes: 0,
+            },
+            &[
+                KernelArg::Ptr(b.value_out.ptr()),
+                KernelArg::I32(self.format.wdl as i32),
+                KernelArg::Ptr(mlh),
+                KernelArg::Ptr(b.finished.ptr()),
+                KernelArg::I32(n as i32),
+            ],
+        )
+    }
+}

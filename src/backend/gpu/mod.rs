@@ -1,0 +1,241 @@
+//! GPU backends (`cuda-fp16`; `rocm-fp16` with the ROCm layer): the vendor-neutral executor
+//! over a [`GpuDevice`], with one captured graph per batch size.
+
+mod forward;
+mod weights;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput};
+use crate::chess::InputPlanes;
+use crate::chess::policy_index::POLICY_SIZE;
+use crate::gpu::{GemmPath, GpuDevice, GpuError, GpuGraph, GpuResult};
+use crate::weights::Network;
+use crate::weights::format::{InputFormat, NetFormat};
+use forward::{Buffers, Forward, Shapes, upload_inputs};
+use weights::NetworkGpu;
+
+/// lc0's maximum batch size, the default `max_batch`.
+const DEFAULT_MAX_BATCH: usize = 1024;
+
+/// Options every GPU backend takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuOptions {
+    pub gpu: usize,
+    pub max_batch: usize,
+    pub gemm: GemmPath,
+    pub graph: bool,
+}
+
+impl GpuOptions {
+    /// Reads `gpu`, `max_batch`, `gemm`, `graph`, and applies `policy_head`, `value_head` and
+    /// `mlh` to the network.
+    pub fn take(
+        backend: &str,
+        options: &BackendOptions,
+        network: &mut Network,
+    ) -> Result<Self, BackendError> {
+        let bad = |key: &str, value: String, reason: &str| BackendError::BadOption {
+            backend: backend.to_owned(),
+            key: key.to_owned(),
+            value,
+            reason: reason.to_owned(),
+        };
+        let gemm_name = options
+            .get::<String>(backend, "gemm")?
+            .unwrap_or_else(|| "lt".to_owned());
+        let gemm = GemmPath::from_name(&gemm_name)
+            .ok_or_else(|| bad("gemm", gemm_name.clone(), "expected lt or blas"))?;
+        let max_batch = options
+            .get::<usize>(backend, "max_batch")?
+            .unwrap_or(DEFAULT_MAX_BATCH);
+        if max_batch == 0 {
+            return Err(bad("max_batch", "0".to_owned(), "must be at least 1"));
+        }
+        let policy = options.get::<String>(backend, "policy_head")?;
+        let value = options.get::<String>(backend, "value_head")?;
+        if policy.is_some() || value.is_some() {
+            let policy = policy.unwrap_or_else(|| network.policy_head_name().to_owned());
+            let value = value.unwrap_or_else(|| network.value_head_name().to_owned());
+            network
+                .select_heads(&policy, &value)
+                .map_err(|error| BackendError::Network {
+                    backend: backend.to_owned(),
+                    error,
+                })?;
+        }
+        if !options.get::<bool>(backend, "mlh")?.unwrap_or(true) {
+            network.moves_left = None;
+        }
+        Ok(Self {
+            gpu: options.get::<usize>(backend, "gpu")?.unwrap_or(0),
+            max_batch,
+            gemm,
+            graph: options.get::<bool>(backend, "graph")?.unwrap_or(true),
+        })
+    }
+}
+
+struct State {
+    buffers: Buffers,
+    graphs: HashMap<usize, Box<dyn GpuGraph>>,
+}
+
+/// A GPU backend: weights on the device, buffers for `max_batch`, graphs per batch size.
+pub struct GpuBackend {
+    name: String,
+    device: Arc<dyn GpuDevice>,
+    net: NetworkGpu,
+    format: NetFormat,
+    shapes: Shapes,
+    alpha: f32,
+    options: GpuOptions,
+    state: Mutex<State>,
+}
+
+impl GpuBackend {
+    pub fn new(
+        name: &str,
+        device: Arc<dyn GpuDevice>,
+        network: &Network,
+        options: GpuOptions,
+    ) -> GpuResult<Self> {
+        let shapes = Shapes::of(network);
+        shapes.check_supported()?;
+        let net = NetworkGpu::upload(device.as_ref(), network)?;
+        let buffers = Buffers::new(device.as_ref(), &shapes, options.max_batch)?;
+        device.synchronize()?;
+        Ok(Self {
+            name: name.to_owned(),
+            device,
+            net,
+            format: network.format.clone(),
+            shapes,
+            alpha: network.residual_alpha,
+            options,
+            state: Mutex::new(State {
+                buffers,
+                graphs: HashMap::new(),
+            }),
+        })
+    }
+
+    /// The device this backend runs on.
+    pub fn device(&self) -> &Arc<dyn GpuDevice> {
+        &self.device
+    }
+
+    /// Device memory of the activation buffers (weights not included).
+    pub fn buffer_bytes(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .buffers
+            .bytes()
+    }
+
+    fn forward<'a>(&'a self, buffers: &'a Buffers) -> Forward<'a> {
+        Forward {
+            device: self.device.as_ref(),
+            net: &self.net,
+            format: &self.format,
+            shapes: &self.shapes,
+            buffers,
+            gemm: self.options.gemm,
+            alpha: self.alpha,
+        }
+    }
+
+    fn run(&self, batch: &[InputPlanes]) -> GpuResult<BatchOutput> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let n = batch.len();
+        upload_inputs(self.device.as_ref(), &state.buffers, batch)?;
+        match state.graphs.get(&n) {
+            Some(graph) => graph.launch()?,
+            None => {
+                // The first pass at a size runs eagerly (it also picks the GEMM algorithms);
+                // then the same work is captured for the next calls.
+                self.forward(&state.buffers).enqueue(n)?;
+                if self.options.graph {
+                    self.device.begin_capture()?;
+                    let captured = self.forward(&state.buffers).enqueue(n);
+                    let graph = self.device.end_capture();
+                    captured?;
+                    state.graphs.insert(n, graph?);
+                }
+            }
+        }
+        let mut policy = vec![0u8; n * POLICY_SIZE * 4];
+        let mut finished = vec![0u8; n * 3 * 4];
+        self.device
+            .download(state.buffers.policy_out.ptr(), &mut policy)?;
+        self.device
+            .download(state.buffers.finished.ptr(), &mut finished)?;
+        let floats = |bytes: &[u8]| -> Vec<f32> {
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        let finished = floats(&finished);
+        Ok(BatchOutput {
+            q: finished.iter().step_by(3).copied().collect(),
+            d: finished.iter().skip(1).step_by(3).copied().collect(),
+            m: finished.iter().skip(2).step_by(3).copied().collect(),
+            policy: floats(&policy),
+        })
+    }
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn attributes(&self) -> BackendAttributes {
+        BackendAttributes {
+            has_wdl: self.format.wdl,
+            has_mlh: self.net.moves_left.is_some(),
+            runs_on_cpu: false,
+            max_batch: self.options.max_batch,
+            recommended_batch: 2 * self.device.info().multiprocessors as usize,
+        }
+    }
+
+    fn input_format(&self) -> InputFormat {
+        self.format.input
+    }
+
+    fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
+        if batch.len() > self.options.max_batch {
+            return Err(BackendError::BatchTooLarge {
+                backend: self.name.clone(),
+                size: batch.len(),
+                max: self.options.max_batch,
+            });
+        }
+        if batch.is_empty() {
+            return Ok(BatchOutput::default());
+        }
+        self.run(batch).map_err(|error| BackendError::Gpu {
+            backend: self.name.clone(),
+            error,
+        })
+    }
+}
+
+/// Creates `cuda-fp16` on the CUDA GPU chosen by the options.
+pub fn create_cuda(
+    name: &str,
+    mut network: Network,
+    options: &BackendOptions,
+) -> Result<GpuBackend, BackendError> {
+    let gpu_options = GpuOptions::take(name, options, &mut network)?;
+    let gpu_error = |error: GpuError| BackendError::Gpu {
+        backend: name.to_owned(),
+        error,
+    };
+    let device = crate::gpu::cuda::CudaDevice::new(gpu_options.gpu).map_err(gpu_error)?;
+    GpuBackend::new(name, Arc::new(device), &network, gpu_options).map_err(gpu_error)
+}

@@ -1,0 +1,222 @@
+//! The network's weights on the GPU in fp16, laid out for the executor: Q, K and V weights
+//! concatenated so QKV is one GEMM, and the policy's query and key likewise.
+
+use half::f16;
+
+use crate::chess::policy_index::{attention_policy_map, positional_encoding};
+use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuResult};
+use crate::weights::network::{Dense, LayerNorm, Network};
+
+/// A dense layer on the device.
+pub struct DenseGpu {
+    pub inputs: usize,
+    pub outputs: usize,
+    pub w: GpuBuffer,
+    pub b: Option<GpuBuffer>,
+}
+
+impl DenseGpu {
+    pub fn bias(&self) -> Option<DevicePtr> {
+        self.b.as_ref().map(GpuBuffer::ptr)
+    }
+}
+
+pub struct NormGpu {
+    pub gamma: GpuBuffer,
+    pub beta: GpuBuffer,
+    pub eps: f32,
+}
+
+pub struct SmolgenGpu {
+    pub compress: DenseGpu,
+    pub dense1: DenseGpu,
+    pub ln1: NormGpu,
+    pub dense2: DenseGpu,
+    pub ln2: NormGpu,
+}
+
+pub struct EncoderGpu {
+    /// `[3·D][E]`: q, k, v.
+    pub qkv: DenseGpu,
+    pub out: DenseGpu,
+    pub smolgen: Option<SmolgenGpu>,
+    pub ln1: NormGpu,
+    pub ffn1: DenseGpu,
+    pub ffn2: DenseGpu,
+    pub ln2: NormGpu,
+}
+
+pub struct PeDenseGpu {
+    pub preprocess: DenseGpu,
+    pub ln: NormGpu,
+    pub ffn1: DenseGpu,
+    pub ffn2: DenseGpu,
+    pub ffn_ln: NormGpu,
+}
+
+pub struct HeadGpu {
+    pub embedding: DenseGpu,
+    pub hidden: DenseGpu,
+    pub output: DenseGpu,
+}
+
+pub struct PolicyGpu {
+    pub embedding: DenseGpu,
+    /// `[2·Dp][Ep]`: query, then key.
+    pub query_key: DenseGpu,
+    pub promotion: GpuBuffer,
+    pub dp: usize,
+}
+
+/// Everything the executor reads, uploaded once.
+pub struct NetworkGpu {
+    pub embedding: DenseGpu,
+    pub gating: Option<(GpuBuffer, GpuBuffer)>,
+    pub pe_dense: Option<PeDenseGpu>,
+    pub encoders: Vec<EncoderGpu>,
+    pub smolgen_weight_gen: Option<DenseGpu>,
+    pub policy: PolicyGpu,
+    pub value: HeadGpu,
+    pub moves_left: Option<HeadGpu>,
+    pub positional_encoding: GpuBuffer,
+    pub policy_map: GpuBuffer,
+}
+
+fn upload_f16(device: &dyn GpuDevice, values: &[f32]) -> GpuResult<GpuBuffer> {
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|&v| f16::from_f32(v).to_le_bytes())
+        .collect();
+    let buffer = device.alloc(bytes.len())?;
+    device.upload(buffer.ptr(), &bytes)?;
+    Ok(buffer)
+}
+
+fn dense(device: &dyn GpuDevice, d: &Dense) -> GpuResult<DenseGpu> {
+    Ok(DenseGpu {
+        inputs: d.inputs,
+        outputs: d.outputs,
+        w: upload_f16(device, &d.weights)?,
+        b: d.biases
+            .as_deref()
+            .map(|b| upload_f16(device, b))
+            .transpose()?,
+    })
+}
+
+/// Dense layers with the same inputs stacked along the outputs (`[Σ out][in]`).
+fn stacked(device: &dyn GpuDevice, parts: &[&Dense]) -> GpuResult<DenseGpu> {
+    let weights: Vec<f32> = parts
+        .iter()
+        .flat_map(|d| d.weights.iter().copied())
+        .collect();
+    let biases: Vec<f32> = parts
+        .iter()
+        .flat_map(|d| d.biases.iter().flatten().copied())
+        .collect();
+    Ok(DenseGpu {
+        inputs: parts[0].inputs,
+        outputs: parts.iter().map(|d| d.outputs).sum(),
+        w: upload_f16(device, &weights)?,
+        b: Some(upload_f16(device, &biases)?),
+    })
+}
+
+fn norm(device: &dyn GpuDevice, ln: &LayerNorm) -> GpuResult<NormGpu> {
+    Ok(NormGpu {
+        gamma: upload_f16(device, &ln.gammas)?,
+        beta: upload_f16(device, &ln.betas)?,
+        eps: ln.eps,
+    })
+}
+
+impl NetworkGpu {
+    pub fn upload(device: &dyn GpuDevice, n: &Network) -> GpuResult<Self> {
+        let emb = &n.embedding;
+        let encoders = n
+            .encoders
+            .iter()
+            .map(|l| {
+                Ok(EncoderGpu {
+                    qkv: stacked(device, &[&l.q, &l.k, &l.v])?,
+                    out: dense(device, &l.out)?,
+                    smolgen: l
+                        .smolgen
+                        .as_ref()
+                        .map(|s| -> GpuResult<SmolgenGpu> {
+                            Ok(SmolgenGpu {
+                                compress: dense(device, &s.compress)?,
+                                dense1: dense(device, &s.dense1)?,
+                                ln1: norm(device, &s.ln1)?,
+                                dense2: dense(device, &s.dense2)?,
+                                ln2: norm(device, &s.ln2)?,
+                            })
+                        })
+                        .transpose()?,
+                    ln1: norm(device, &l.ln1)?,
+                    ffn1: dense(device, &l.ffn.dense1)?,
+                    ffn2: dense(device, &l.ffn.dense2)?,
+                    ln2: norm(device, &l.ln2)?,
+                })
+            })
+            .collect::<GpuResult<Vec<_>>>()?;
+        let head = |h: (&Dense, &Dense, &Dense)| -> GpuResult<HeadGpu> {
+            Ok(HeadGpu {
+                embedding: dense(device, h.0)?,
+                hidden: dense(device, h.1)?,
+                output: dense(device, h.2)?,
+            })
+        };
+        let p = n.policy();
+        let v = n.value();
+        let map: Vec<u8> = attention_policy_map()
+            .iter()
+            .flat_map(|i| i.to_le_bytes())
+            .collect();
+        let policy_map = device.alloc(map.len())?;
+        device.upload(policy_map.ptr(), &map)?;
+        Ok(Self {
+            embedding: dense(device, &emb.dense)?,
+            gating: emb
+                .gating
+                .as_ref()
+                .map(|g| -> GpuResult<_> {
+                    Ok((upload_f16(device, &g.mult)?, upload_f16(device, &g.add)?))
+                })
+                .transpose()?,
+            pe_dense: emb
+                .pe_dense
+                .as_ref()
+                .map(|pd| -> GpuResult<PeDenseGpu> {
+                    Ok(PeDenseGpu {
+                        preprocess: dense(device, &pd.preprocess)?,
+                        ln: norm(device, &pd.ln)?,
+                        ffn1: dense(device, &pd.ffn.dense1)?,
+                        ffn2: dense(device, &pd.ffn.dense2)?,
+                        ffn_ln: norm(device, &pd.ffn_ln)?,
+                    })
+                })
+                .transpose()?,
+            encoders,
+            smolgen_weight_gen: n
+                .smolgen_weight_gen
+                .as_ref()
+                .map(|g| dense(device, g))
+                .transpose()?,
+            policy: PolicyGpu {
+                embedding: dense(device, &p.embedding)?,
+                query_key: stacked(device, &[&p.query, &p.key])?,
+                promotion: upload_f16(device, &p.promotion)?,
+                dp: p.query.outputs,
+            },
+            value: head((&v.embedding, &v.hidden, &v.output))?,
+            moves_left: n
+                .moves_left
+                .as_ref()
+                .map(|m| head((&m.embedding, &m.hidden, &m.output)))
+                .transpose()?,
+            positional_encoding: upload_f16(device, positional_encoding())?,
+            policy_map,
+        })
+    }
+}

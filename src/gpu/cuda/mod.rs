@@ -1,0 +1,430 @@
+//! The CUDA implementation of [`GpuDevice`] with cudarc: driver API, NVRTC, cuBLAS and
+//! cuBLASLt, all loaded at run time. A missing library is an error, never a panic: every use is
+//! gated by cudarc's `is_culib_present`.
+
+mod lt;
+pub mod nvrtc;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use cudarc::cublas::result as blas;
+use cudarc::cublas::sys as blas_sys;
+use cudarc::driver::sys::{
+    CUdevice_attribute, CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode,
+};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr,
+    LaunchConfig, PushKernelArg,
+};
+
+use super::{
+    BatchedProduct, DeviceInfo, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph, GpuResult,
+    KernelArg, Launch, Linear,
+};
+
+fn call_error(call: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError {
+    move |e| GpuError::Call {
+        call,
+        detail: format!("{e:?}"),
+    }
+}
+
+fn blas_error(call: &'static str) -> impl FnOnce(cudarc::cublas::result::CublasError) -> GpuError {
+    move |e| GpuError::Call {
+        call,
+        detail: format!("{e:?}"),
+    }
+}
+
+/// The CUDA libraries lc0rs loads, and whether each can be found.
+pub fn libraries_present() -> [(&'static str, bool); 4] {
+    // SAFETY: these only try to dlopen the libraries; they do not call into them.
+    unsafe {
+        [
+            ("libcuda (driver)", cudarc::driver::sys::is_culib_present()),
+            ("libnvrtc", cudarc::nvrtc::sys::is_culib_present()),
+            ("libcublas", cudarc::cublas::sys::is_culib_present()),
+            ("libcublasLt", cudarc::cublaslt::sys::is_culib_present()),
+        ]
+    }
+}
+
+/// Fails with a clear message unless every CUDA library is present.
+pub fn require_libraries() -> GpuResult<()> {
+    match libraries_present().into_iter().find(|(_, present)| !present) {
+        None => Ok(()),
+        Some((library, _)) => Err(GpuError::LibraryMissing {
+            library,
+            detail: "install the NVIDIA driver and the CUDA 13 runtime libraries (libnvrtc, libcublas, libcublasLt), \
+                     or put them on LD_LIBRARY_PATH"
+                .to_owned(),
+        }),
+    }
+}
+
+/// The number of CUDA devices (0 when the driver finds none).
+pub fn device_count() -> GpuResult<usize> {
+    require_libraries()?;
+    cudarc::driver::result::init().map_err(call_error("cuInit"))?;
+    let n = cudarc::driver::result::device::get_count().map_err(call_error("cuDeviceGetCount"))?;
+    Ok(n.max(0) as usize)
+}
+
+/// The CUDA driver's API version, e.g. 13000.
+pub fn driver_version() -> GpuResult<i32> {
+    require_libraries()?;
+    let mut version = 0;
+    // SAFETY: cuDriverGetVersion writes one int.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(call_error("cuDriverGetVersion"))?;
+    Ok(version)
+}
+
+/// A cuBLAS handle, used under the device's mutex only.
+struct BlasHandle(blas_sys::cublasHandle_t);
+// SAFETY: the handle is only used while holding `CudaDevice::blas`'s mutex, on one stream.
+unsafe impl Send for BlasHandle {}
+
+/// A CUDA graph, replayed on the stream it was captured on.
+struct Graph(CudaGraph);
+// SAFETY: the graph executable is only launched by the backend that owns it, under its lock.
+unsafe impl Send for Graph {}
+
+impl GpuGraph for Graph {
+    fn launch(&self) -> GpuResult<()> {
+        self.0.launch().map_err(call_error("cuGraphLaunch"))
+    }
+}
+
+/// One CUDA GPU with one stream.
+pub struct CudaDevice {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    functions: HashMap<&'static str, CudaFunction>,
+    blas: Mutex<BlasHandle>,
+    lt: Mutex<lt::LtCache>,
+    events: Mutex<Vec<CudaEvent>>,
+    info: DeviceInfo,
+}
+
+impl CudaDevice {
+    /// Opens GPU `ordinal`, compiles the kernels for its architecture and sets up cuBLAS and
+    /// cuBLASLt.
+    pub fn new(ordinal: usize) -> GpuResult<Self> {
+        let count = device_count()?;
+        if ordinal >= count {
+            return Err(GpuError::NoDevice(format!(
+                "CUDA device {ordinal} requested, {count} present"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(call_error("cuCtxCreate"))?;
+        // Graph capture needs cudarc's per-buffer event tracking off (gpu-apis.md Part 2 §6).
+        // SAFETY: called before any allocation; all work goes to one stream.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(call_error("cuStreamCreate"))?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(call_error("cuDeviceGetAttribute"))?;
+        let arch = format!("sm_{major}{minor}");
+        let module = nvrtc::compile_module(&ctx, &arch)?;
+        let functions = super::kernels::KERNEL_NAMES
+            .iter()
+            .map(|&name| {
+                let f = module
+                    .load_function(name)
+                    .map_err(call_error("cuModuleGetFunction"))?;
+                Ok((name, f))
+            })
+            .collect::<GpuResult<HashMap<_, _>>>()?;
+        let handle = blas::create_handle().map_err(blas_error("cublasCreate"))?;
+        // SAFETY: the handle was just created; the stream outlives it (both owned here).
+        unsafe { blas::set_stream(handle, stream.cu_stream() as _) }
+            .map_err(blas_error("cublasSetStream"))?;
+        let lt = lt::LtCache::new(&stream)?;
+        let info = DeviceInfo {
+            name: ctx.name().map_err(call_error("cuDeviceGetName"))?,
+            arch,
+            memory_bytes: ctx.total_mem().map_err(call_error("cuDeviceTotalMem"))?,
+            multiprocessors: ctx
+                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .map_err(call_error("cuDeviceGetAttribute"))? as u32,
+            runtime: format!("CUDA driver {}", driver_version()?),
+        };
+        Ok(Self {
+            ctx,
+            stream,
+            functions,
+            blas: Mutex::new(BlasHandle(handle)),
+            lt: Mutex::new(lt),
+            events: Mutex::new(Vec::new()),
+            info,
+        })
+    }
+
+    fn gemm_ex(&self, op: &Linear) -> GpuResult<()> {
+        let handle = self.blas.lock().unwrap_or_else(|e| e.into_inner());
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        // Row-major Y = X·Wᵀ is column-major Yᵀ = W·Xᵀ: transa = T on W ([n][k], ld k).
+        // SAFETY: the pointers are device buffers sized by the caller for these shapes.
+        unsafe {
+            blas::gemm_ex(
+                handle.0,
+                blas_sys::cublasOperation_t::CUBLAS_OP_T,
+                blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                op.n as i32,
+                op.m as i32,
+                op.k as i32,
+                (&alpha as *const f32).cast(),
+                op.w as *const _,
+                blas_sys::cudaDataType_t::CUDA_R_16F,
+                op.k as i32,
+                op.x as *const _,
+                blas_sys::cudaDataType_t::CUDA_R_16F,
+                op.ldx as i32,
+                (&beta as *const f32).cast(),
+                op.y as *mut _,
+                blas_sys::cudaDataType_t::CUDA_R_16F,
+                op.ldy as i32,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(blas_error("cublasGemmEx"))
+    }
+}
+
+impl GpuDevice for CudaDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer> {
+        // SAFETY: uninitialised device memory; callers write before they read.
+        let slice: CudaSlice<u8> =
+            unsafe { self.stream.alloc::<u8>(bytes.max(1)) }.map_err(call_error("cuMemAlloc"))?;
+        let ptr = slice.device_ptr(&self.stream).0;
+        Ok(GpuBuffer::new(ptr, bytes, Box::new(slice)))
+    }
+
+    fn upload(&self, dst: u64, src: &[u8]) -> GpuResult<()> {
+        // SAFETY: dst is a device buffer of at least src.len() bytes (checked by callers).
+        unsafe { cudarc::driver::result::memcpy_htod_async(dst, src, self.stream.cu_stream()) }
+            .map_err(call_error("cuMemcpyHtoDAsync"))
+    }
+
+    fn download(&self, src: u64, dst: &mut [u8]) -> GpuResult<()> {
+        // SAFETY: src is a device buffer of at least dst.len() bytes; we wait for the copy.
+        unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }
+            .map_err(call_error("cuMemcpyDtoHAsync"))?;
+        self.synchronize()
+    }
+
+    fn fill(&self, dst: u64, bytes: usize, value: u8) -> GpuResult<()> {
+        // SAFETY: dst is a device buffer of at least `bytes` bytes.
+        unsafe {
+            cudarc::driver::result::memset_d8_async(dst, value, bytes, self.stream.cu_stream())
+        }
+        .map_err(call_error("cuMemsetD8Async"))
+    }
+
+    fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
+        let f = self
+            .functions
+            .get(kernel)
+            .ok_or_else(|| GpuError::UnknownKernel(kernel.to_owned()))?;
+        let mut builder = self.stream.launch_builder(f);
+        for arg in args {
+            match arg {
+                KernelArg::Ptr(p) => builder.arg(p),
+                KernelArg::I32(v) => builder.arg(v),
+                KernelArg::I64(v) => builder.arg(v),
+                KernelArg::F32(v) => builder.arg(v),
+            };
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (launch.grid[0], launch.grid[1], launch.grid[2]),
+            block_dim: (launch.block[0], launch.block[1], launch.block[2]),
+            shared_mem_bytes: launch.shared_bytes,
+        };
+        // SAFETY: the argument list matches the kernel's signature in hip/kernels.hip (the
+        // executor is the only caller and is tested against the CPU).
+        unsafe { builder.launch(cfg) }
+            .map(|_| ())
+            .map_err(call_error("cuLaunchKernel"))
+    }
+
+    fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
+        match path {
+            GemmPath::Lt => self.lt.lock().unwrap_or_else(|e| e.into_inner()).linear(
+                &self.ctx,
+                &self.stream,
+                op,
+            ),
+            GemmPath::Blas => {
+                self.gemm_ex(op)?;
+                match op.bias {
+                    None => Ok(()),
+                    Some(bias) => {
+                        if op.ldy != op.n {
+                            return Err(GpuError::Unsupported(
+                                "a bias on a strided GEMM output".to_owned(),
+                            ));
+                        }
+                        let elements = op.m * op.n;
+                        self.launch(
+                            "bias_activation",
+                            Launch::elements(elements),
+                            &[
+                                KernelArg::Ptr(op.y),
+                                KernelArg::Ptr(bias),
+                                KernelArg::I64(op.m as i64),
+                                KernelArg::I32(op.n as i32),
+                                KernelArg::I32(0),
+                            ],
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
+        let handle = self.blas.lock().unwrap_or_else(|e| e.into_inner());
+        let beta = 0.0f32;
+        // Row-major C_i = A_i·B_iᵀ is column-major C_iᵀ = B_i·A_iᵀ (see `gemm_ex`).
+        // SAFETY: device pointers sized by the caller for these shapes and strides.
+        unsafe {
+            blas::gemm_strided_batched_ex(
+                handle.0,
+                blas_sys::cublasOperation_t::CUBLAS_OP_T,
+                blas_sys::cublasOperation_t::CUBLAS_OP_N,
+                op.n as i32,
+                op.m as i32,
+                op.k as i32,
+                (&op.alpha as *const f32).cast(),
+                op.b as *const _,
+                blas_sys::cudaDataType_t::CUDA_R_16F,
+                op.ldb as i32,
+                op.stride_b as i64,
+                op.a as *const _,
+                blas_sys::cudaDataType_t::CUDA_R_16F,
+                op.lda as i32,
+                op.stride_a as i64,
+                (&beta as *const f32).cast(),
+                op.c as *mut _,
+                blas_sys::cudaDataType_t::CUDA_R_16F,
+                op.ldc as i32,
+                op.stride_c as i64,
+                op.batch as i32,
+                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(blas_error("cublasGemmStridedBatchedEx"))
+    }
+
+    fn synchronize(&self) -> GpuResult<()> {
+        self.stream
+            .synchronize()
+            .map_err(call_error("cuStreamSynchronize"))
+    }
+
+    fn begin_capture(&self) -> GpuResult<()> {
+        self.stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(call_error("cuStreamBeginCapture"))
+    }
+
+    fn end_capture(&self) -> GpuResult<Box<dyn GpuGraph>> {
+        let graph = self
+            .stream
+            .end_capture(CUgraphInstantiate_flags(0))
+            .map_err(call_error("cuStreamEndCapture"))?
+            .ok_or_else(|| GpuError::Call {
+                call: "cuStreamEndCapture",
+                detail: "nothing was captured".to_owned(),
+            })?;
+        graph.upload().map_err(call_error("cuGraphUpload"))?;
+        Ok(Box::new(Graph(graph)))
+    }
+
+    fn record_event(&self) -> GpuResult<usize> {
+        let event = self
+            .ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(call_error("cuEventCreate"))?;
+        event
+            .record(&self.stream)
+            .map_err(call_error("cuEventRecord"))?;
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.push(event);
+        Ok(events.len() - 1)
+    }
+
+    fn elapsed_ms(&self, start: usize, end: usize) -> GpuResult<f32> {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let (a, b) = (&events[start], &events[end]);
+        a.elapsed_ms(b).map_err(call_error("cuEventElapsedTime"))
+    }
+
+    fn clear_events(&self) {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        let handle = self.blas.get_mut().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the handle was created in `new` and is not used after this.
+        let _ = unsafe { blas::destroy_handle(handle.0) };
+    }
+}
+
+/// Versions of the CUDA libraries, for `lc0rs devices` (each only if the library loads).
+pub fn library_versions() -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let present = libraries_present();
+    if present[0].1
+        && let Ok(v) = driver_version()
+    {
+        out.push(("CUDA driver API", format!("{}.{}", v / 1000, v % 1000 / 10)));
+    }
+    if present[1].1 {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: nvrtcVersion writes two ints.
+        if unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+            == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS
+        {
+            out.push(("NVRTC", format!("{major}.{minor}")));
+        }
+    }
+    if present[2].1 {
+        let mut version = [0i32; 3];
+        for (slot, property) in version.iter_mut().zip([
+            cudarc::cublas::sys::libraryPropertyType::MAJOR_VERSION,
+            cudarc::cublas::sys::libraryPropertyType::MINOR_VERSION,
+            cudarc::cublas::sys::libraryPropertyType::PATCH_LEVEL,
+        ]) {
+            // SAFETY: cublasGetProperty writes one int.
+            let _ = unsafe { cudarc::cublas::sys::cublasGetProperty(property, slot) };
+        }
+        out.push((
+            "cuBLAS",
+            format!("{}.{}.{}", version[0], version[1], version[2]),
+        ));
+    }
+    if present[3].1 {
+        // SAFETY: returns a number.
+        let v = unsafe { cudarc::cublaslt::sys::cublasLtGetVersion() };
+        out.push((
+            "cuBLASLt",
+            format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100),
+        ));
+    }
+    out
+}

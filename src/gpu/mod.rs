@@ -1,0 +1,209 @@
+//! The vendor-neutral GPU layer the encoder executor is written against: device buffers as raw
+//! device addresses with RAII owners, one stream per device, host↔device copies, kernels from
+//! `hip/` compiled at run time and launched by name, GEMMs through the classic BLAS or the Lt
+//! library (with bias/activation epilogues, descriptors and algorithm cached per shape), events
+//! for timing, and graph capture and replay. `cuda` implements it with cudarc; the ROCm
+//! implementation follows the same trait.
+
+pub mod cuda;
+pub mod kernels;
+
+use std::fmt;
+
+/// A device address.
+pub type DevicePtr = u64;
+
+/// Why a GPU operation failed. Messages name the call.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("{library} is not available: {detail}")]
+    LibraryMissing {
+        library: &'static str,
+        detail: String,
+    },
+    #[error("no GPU: {0}")]
+    NoDevice(String),
+    #[error("{call} failed: {detail}")]
+    Call { call: &'static str, detail: String },
+    #[error("compiling kernels for {arch} failed:\n{log}")]
+    Compile { arch: String, log: String },
+    #[error("unknown kernel {0:?}")]
+    UnknownKernel(String),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+pub type GpuResult<T> = Result<T, GpuError>;
+
+/// Memory on the device, freed when dropped.
+pub struct GpuBuffer {
+    ptr: DevicePtr,
+    bytes: usize,
+    _owner: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl GpuBuffer {
+    pub fn new(ptr: DevicePtr, bytes: usize, owner: Box<dyn std::any::Any + Send + Sync>) -> Self {
+        Self {
+            ptr,
+            bytes,
+            _owner: owner,
+        }
+    }
+
+    pub fn ptr(&self) -> DevicePtr {
+        self.ptr
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The address `offset` bytes in, checked against the size.
+    pub fn at(&self, offset: usize) -> DevicePtr {
+        assert!(
+            offset <= self.bytes,
+            "offset {offset} beyond a {}-byte buffer",
+            self.bytes
+        );
+        self.ptr + offset as u64
+    }
+}
+
+impl fmt::Debug for GpuBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GpuBuffer({:#x}, {} bytes)", self.ptr, self.bytes)
+    }
+}
+
+/// A kernel argument.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KernelArg {
+    /// A device pointer (0 for null).
+    Ptr(DevicePtr),
+    I32(i32),
+    I64(i64),
+    F32(f32),
+}
+
+/// A launch configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Launch {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: u32,
+}
+
+impl Launch {
+    /// A 1-D grid-stride launch over `n` elements with 256 threads per block.
+    pub fn elements(n: usize) -> Self {
+        let blocks = n.div_ceil(256).clamp(1, 65_535 * 8) as u32;
+        Self {
+            grid: [blocks, 1, 1],
+            block: [256, 1, 1],
+            shared_bytes: 0,
+        }
+    }
+}
+
+/// What the GEMM epilogue applies to `X·Wᵀ`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Epilogue {
+    None,
+    Bias,
+}
+
+/// Which GEMM library runs the dense layers (`gemm=blas|lt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GemmPath {
+    /// cuBLAS / rocBLAS `gemm_ex`; a bias is added by a kernel.
+    Blas,
+    /// cuBLASLt / hipBLASLt with the bias fused in the epilogue.
+    Lt,
+}
+
+impl GemmPath {
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "blas" => Some(Self::Blas),
+            "lt" => Some(Self::Lt),
+            _ => None,
+        }
+    }
+}
+
+/// A dense layer on fp16 row-major data: `Y[m][n] = X[m][k] · W[n][k]ᵀ (+ bias[n])`, with
+/// leading dimensions (row strides, in elements) `ldx ≥ k` and `ldy ≥ n`. fp32 accumulation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Linear {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub x: DevicePtr,
+    pub ldx: usize,
+    pub w: DevicePtr,
+    pub y: DevicePtr,
+    pub ldy: usize,
+    pub bias: Option<DevicePtr>,
+}
+
+/// Per-batch products on fp16 row-major data: for each `i < batch`,
+/// `C_i[m][n] = alpha · A_i[m][k] · B_i[n][k]ᵀ`, A and B with row strides `lda`/`ldb` and
+/// batch strides in elements.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchedProduct {
+    pub batch: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub alpha: f32,
+    pub a: DevicePtr,
+    pub lda: usize,
+    pub stride_a: usize,
+    pub b: DevicePtr,
+    pub ldb: usize,
+    pub stride_b: usize,
+    pub c: DevicePtr,
+    pub ldc: usize,
+    pub stride_c: usize,
+}
+
+/// What `lc0rs devices` and the backends report about a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub arch: String,
+    pub memory_bytes: usize,
+    pub multiprocessors: u32,
+    pub runtime: String,
+}
+
+/// A recorded sequence of GPU work that can be replayed.
+pub trait GpuGraph: Send {
+    fn launch(&self) -> GpuResult<()>;
+}
+
+/// A GPU with one stream on which every call is ordered.
+pub trait GpuDevice: Send + Sync {
+    fn info(&self) -> &DeviceInfo;
+    /// Allocates `bytes` (uninitialised).
+    fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer>;
+    /// Copies host bytes to `dst` (stream-ordered; `src` is not needed after the call).
+    fn upload(&self, dst: DevicePtr, src: &[u8]) -> GpuResult<()>;
+    /// Copies device bytes to the host, waiting for the stream.
+    fn download(&self, src: DevicePtr, dst: &mut [u8]) -> GpuResult<()>;
+    /// Fills `bytes` at `dst` with the byte `value`.
+    fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()>;
+    fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()>;
+    fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()>;
+    fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()>;
+    fn synchronize(&self) -> GpuResult<()>;
+    /// Starts recording the stream's work into a graph instead of running it.
+    fn begin_capture(&self) -> GpuResult<()>;
+    fn end_capture(&self) -> GpuResult<Box<dyn GpuGraph>>;
+    /// Records a timing event on the stream; `elapsed_ms(a, b)` waits for both.
+    fn record_event(&self) -> GpuResult<usize>;
+    fn elapsed_ms(&self, start: usize, end: usize) -> GpuResult<f32>;
+    /// Forgets the recorded events.
+    fn clear_events(&self);
+}
