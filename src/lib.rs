@@ -5,6 +5,7 @@
 //! and benchmarking, and [`netsource`] resolves `-w` (a file, `preset:NAME`, or the bundled net).
 
 pub mod backend;
+pub mod bench;
 pub mod chess;
 pub mod evaluate;
 pub mod gpu;

@@ -86,6 +86,29 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// lc0's backend benchmark: positions per second at each batch size, as CSV.
+    Backendbench {
+        #[command(flatten)]
+        net: NetArgs,
+        /// Batches per size.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=999_999_999))]
+        batches: u64,
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+        start_batch_size: u64,
+        #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=1024))]
+        max_batch_size: u64,
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+        batch_step: u64,
+        /// Threads evaluating batches concurrently.
+        #[arg(short = 't', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=128))]
+        threads: u64,
+        /// The position to evaluate (FEN); default the start position.
+        #[arg(long)]
+        fen: Option<String>,
+        /// Print the CSV header only once.
+        #[arg(long)]
+        header_only_once: bool,
+    },
     /// List the GPU runtimes found and their GPUs, or why there are none.
     Devices,
     /// Compile every kernel with the vendor's run-time compiler (needs no GPU).
@@ -164,6 +187,25 @@ fn run(cli: Cli) -> Result<()> {
             seed,
             json,
         } => selftest(&net, positions, &batch, seed, json),
+        Command::Backendbench {
+            net,
+            batches,
+            start_batch_size,
+            max_batch_size,
+            batch_step,
+            threads,
+            fen,
+            header_only_once,
+        } => {
+            let config = lc0rs::bench::BenchConfig {
+                batches: batches as usize,
+                start_batch_size: start_batch_size as usize,
+                max_batch_size: max_batch_size as usize,
+                batch_step: batch_step as usize,
+                threads: threads as usize,
+            };
+            backendbench(&net, &config, fen.as_deref(), header_only_once)
+        }
         Command::Devices => {
             devices();
             Ok(())
@@ -388,5 +430,51 @@ fn compile_kernels(arch: &str) -> Result<()> {
         lc0rs::gpu::kernels::KERNEL_NAMES.len(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
+}
+
+fn backendbench(
+    net: &NetArgs,
+    config: &lc0rs::bench::BenchConfig,
+    fen: Option<&str>,
+    header_only_once: bool,
+) -> Result<()> {
+    anyhow::ensure!(
+        config.start_batch_size <= config.max_batch_size,
+        "--start-batch-size {} is larger than --max-batch-size {}",
+        config.start_batch_size,
+        config.max_batch_size
+    );
+    anyhow::ensure!(
+        config.batches > config.threads,
+        "--batches must exceed --threads (each thread's first batch is not timed)"
+    );
+    let history = match fen {
+        None => PositionHistory::startpos(),
+        Some(fen) => PositionHistory::from_fen(fen)?,
+    };
+    let backend = net.create_backend()?;
+    anyhow::ensure!(
+        config.max_batch_size <= backend.attributes().max_batch,
+        "--max-batch-size {} exceeds the backend's max_batch {}",
+        config.max_batch_size,
+        backend.attributes().max_batch
+    );
+    let planes =
+        lc0rs::chess::encode_position(&history, backend.input_format(), HistoryFill::FenOnly)
+            .planes;
+    eprintln!(
+        "backendbench: {} on {}",
+        backend.name(),
+        net.weights.as_deref().unwrap_or("bundled:tiny")
+    );
+    let mut printed = 0usize;
+    lc0rs::bench::run(backend.as_ref(), &planes, config, &mut |stats| {
+        if printed == 0 || (!header_only_once && printed % 32 == 0) {
+            println!("{}", lc0rs::bench::HEADER);
+        }
+        println!("{}", stats.row());
+        printed += 1;
+    })?;
     Ok(())
 }
