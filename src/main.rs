@@ -470,7 +470,7 @@ fn backendbench(
     );
     let mut printed = 0usize;
     lc0rs::bench::run(backend.as_ref(), &planes, config, &mut |stats| {
-        if printed == 0 || (!header_only_once && printed % 32 == 0) {
+        if printed == 0 || (!header_only_once && printed.is_multiple_of(32)) {
             println!("{}", lc0rs::bench::HEADER);
         }
         println!("{}", stats.row());

@@ -23,7 +23,7 @@ const HALF: usize = size_of::<f16>();
 /// Threads per block of the row kernels (layer norm, policy finish).
 const ROW_THREADS: u32 = 256;
 /// The largest row the layer-norm kernel keeps in shared memory (floats).
-const MAX_NORM_COLS: usize = 12 * 1024;
+const MAX_NORM_COLS: usize = 11 * 1024;
 
 /// Shapes the executor needs, derived from the network.
 #[derive(Debug, Clone)]

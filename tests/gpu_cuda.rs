@@ -1,0 +1,244 @@
+//! CUDA checks against the CPU. They need an NVIDIA GPU, so they are `#[ignore]`d (reported
+//! as ignored, never as passed, on machines without one) and run on a GPU machine with
+//! `cargo test --test gpu_cuda -- --ignored`. Outputs are poisoned before every run.
+
+use half::f16;
+use lc0rs::backend::create_backend;
+use lc0rs::gpu::cuda::CudaDevice;
+use lc0rs::gpu::kernels::{activation_code, attention_kernel};
+use lc0rs::gpu::{GpuBuffer, GpuDevice, KernelArg, Launch};
+use lc0rs::netsource::NetSource;
+use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
+use lc0rs::weights::LoadOptions;
+use lc0rs::weights::format::Activation;
+
+fn device() -> CudaDevice {
+    CudaDevice::new(0).unwrap_or_else(|e| panic!("no usable CUDA device: {e}"))
+}
+
+/// Deterministic values in [-scale, scale), rounded to f16 (so the CPU sees what the GPU sees).
+fn random_f16(n: usize, seed: u64, scale: f32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let u = (s >> 11) as f32 / (1u64 << 53) as f32;
+            f16::from_f32((2.0 * u - 1.0) * scale).to_f32()
+        })
+        .collect()
+}
+
+fn upload(device: &CudaDevice, values: &[f32]) -> GpuBuffer {
+    let bytes: Vec<u8> = values
+        .iter()
+        .flat_map(|&v| f16::from_f32(v).to_le_bytes())
+        .collect();
+    let b = device.alloc(bytes.len()).unwrap();
+    device.upload(b.ptr(), &bytes).unwrap();
+    b
+}
+
+fn download(device: &CudaDevice, buffer: &GpuBuffer, n: usize) -> Vec<f32> {
+    let mut bytes = vec![0u8; n * 2];
+    device.download(buffer.ptr(), &mut bytes).unwrap();
+    bytes
+        .chunks_exact(2)
+        .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
+        .collect()
+}
+
+fn poisoned(device: &CudaDevice, n: usize) -> GpuBuffer {
+    let b = device.alloc(n * 2).unwrap();
+    device.fill(b.ptr(), n * 2, 0xFF).unwrap(); // f16 NaN everywhere
+    b
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn attention_kernel_matches_cpu() {
+    let device = device();
+    for (case, &(batch, heads, depth, with_bias)) in [
+        (1, 2, 32, true),
+        (3, 24, 32, true),
+        (17, 4, 64, true),
+        (5, 8, 16, false),
+        (64, 24, 32, true),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let d_model = heads * depth;
+        let rows = batch * 64;
+        let qkv = random_f16(rows * 3 * d_model, case as u64 + 1, 2.0);
+        let bias = random_f16(batch * heads * 4096, case as u64 + 100, 3.0);
+        let qkv_gpu = upload(&device, &qkv);
+        let bias_gpu = upload(&device, &bias);
+        let ctx = poisoned(&device, rows * d_model);
+        device
+            .launch(
+                attention_kernel(depth).unwrap(),
+                Launch {
+                    grid: [heads as u32, batch as u32, 1],
+                    block: [64, 1, 1],
+                    shared_bytes: 0,
+                },
+                &[
+                    KernelArg::Ptr(qkv_gpu.ptr()),
+                    KernelArg::Ptr(if with_bias { bias_gpu.ptr() } else { 0 }),
+                    KernelArg::Ptr(ctx.ptr()),
+                    KernelArg::I32(heads as i32),
+                ],
+            )
+            .unwrap();
+        let got = download(&device, &ctx, rows * d_model);
+        let mut worst = 0.0f64;
+        for b in 0..batch {
+            for h in 0..heads {
+                for q in 0..64 {
+                    let at = |t: usize, part: usize, j: usize| {
+                        f64::from(qkv[(b * 64 + t) * 3 * d_model + part * d_model + h * depth + j])
+                    };
+                    let logits: Vec<f64> = (0..64)
+                        .map(|k| {
+                            let dot: f64 = (0..depth).map(|j| at(q, 0, j) * at(k, 1, j)).sum();
+                            dot / (depth as f64).sqrt()
+                                + if with_bias {
+                                    f64::from(bias[((b * heads + h) * 64 + q) * 64 + k])
+                                } else {
+                                    0.0
+                                }
+                        })
+                        .collect();
+                    let max = logits.iter().cloned().fold(f64::MIN, f64::max);
+                    let sum: f64 = logits.iter().map(|l| (l - max).exp()).sum();
+                    for j in 0..depth {
+                        let want: f64 = (0..64)
+                            .map(|k| (logits[k] - max).exp() / sum * at(k, 2, j))
+                            .sum();
+                        let g = f64::from(got[(b * 64 + q) * d_model + h * depth + j]);
+                        assert!(
+                            g.is_finite(),
+                            "case {case}: output ({b},{h},{q},{j}) not written"
+                        );
+                        worst = worst.max((g - want).abs());
+                    }
+                }
+            }
+        }
+        assert!(worst < 4e-3, "case {case}: max abs error {worst}");
+        eprintln!(
+            "attention case {case} (batch {batch}, {heads} heads, depth {depth}): max abs error {worst:.2e}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn layer_norm_kernel_matches_cpu() {
+    let device = device();
+    for (case, &(rows, cols, act)) in [
+        (7, 768, Activation::Identity),
+        (3, 6144, Activation::Swish),
+        (130, 64, Activation::Mish),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let input = random_f16(rows * cols, 7 + case as u64, 3.0);
+        let skip = random_f16(rows * cols, 17 + case as u64, 1.0);
+        let bias = random_f16(cols, 27 + case as u64, 0.5);
+        let gamma = random_f16(cols, 37 + case as u64, 1.5);
+        let beta = random_f16(cols, 47 + case as u64, 0.5);
+        let alpha = 0.427_287f32;
+        let (i, s, b, g, be) = (
+            upload(&device, &input),
+            upload(&device, &skip),
+            upload(&device, &bias),
+            upload(&device, &gamma),
+            upload(&device, &beta),
+        );
+        let out = poisoned(&device, rows * cols);
+        device
+            .launch(
+                "layer_norm",
+                Launch {
+                    grid: [rows as u32, 1, 1],
+                    block: [256, 1, 1],
+                    shared_bytes: (cols * 4) as u32,
+                },
+                &[
+                    KernelArg::Ptr(out.ptr()),
+                    KernelArg::Ptr(i.ptr()),
+                    KernelArg::Ptr(b.ptr()),
+                    KernelArg::I32(activation_code(act)),
+                    KernelArg::F32(alpha),
+                    KernelArg::Ptr(s.ptr()),
+                    KernelArg::Ptr(g.ptr()),
+                    KernelArg::Ptr(be.ptr()),
+                    KernelArg::F32(1e-6),
+                    KernelArg::I32(cols as i32),
+                ],
+            )
+            .unwrap();
+        let got = download(&device, &out, rows * cols);
+        let activate = |x: f64| match act {
+            Activation::Swish => x / (1.0 + (-x).exp()),
+            Activation::Mish => x * (1.0 + x.exp()).ln().tanh(),
+            _ => x,
+        };
+        let mut worst = 0.0f64;
+        for r in 0..rows {
+            let v: Vec<f64> = (0..cols)
+                .map(|c| {
+                    activate(f64::from(input[r * cols + c] + bias[c])) * f64::from(alpha)
+                        + f64::from(skip[r * cols + c])
+                })
+                .collect();
+            let mean = v.iter().sum::<f64>() / cols as f64;
+            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / cols as f64;
+            for c in 0..cols {
+                let want =
+                    (v[c] - mean) / (var + 1e-6).sqrt() * f64::from(gamma[c]) + f64::from(beta[c]);
+                worst = worst.max((f64::from(got[r * cols + c]) - want).abs());
+            }
+        }
+        assert!(worst < 1e-2, "case {case}: max abs error {worst}");
+        eprintln!("layer_norm case {case} ({rows}x{cols}): max abs error {worst:.2e}");
+    }
+}
+
+/// The whole cuda-fp16 backend against the cpu oracle on the bundled nets, both GEMM paths,
+/// with and without graphs.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn backend_matches_cpu_on_bundled_nets() {
+    for net in ["bundled:tiny", "bundled:tiny-dense"] {
+        let (network, _) = NetSource::parse(Some(net))
+            .unwrap()
+            .load(&LoadOptions::default(), &mut |_, _| {})
+            .unwrap();
+        let oracle = create_backend("cpu", network.clone(), "").unwrap();
+        for options in [
+            "gemm=lt",
+            "gemm=blas",
+            "gemm=lt,graph=false",
+            "gemm=blas,max_batch=64",
+        ] {
+            let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();
+            let histories = random_histories(100, 5);
+            let encoded = encode_all(&histories, backend.as_ref());
+            let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
+            for batch in [1, 7, 64] {
+                // Twice per size: the eager first pass, then the captured graph.
+                for run in 0..2 {
+                    let got = evaluate_in_batches(backend.as_ref(), &encoded, batch).unwrap();
+                    let e = compare(&histories, &encoded, &got, &want, batch);
+                    eprintln!("{net} {options} batch {batch} run {run}: {e:?}");
+                    assert!(e.passed(), "{net} {options} batch {batch} run {run}: {e:?}");
+                }
+            }
+        }
+    }
+}
