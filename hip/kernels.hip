@@ -83,55 +83,101 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
   }
 }
 
-// Attention for 64 tokens, one block of 64 threads per (head, position), one thread per query.
-// Q, K, V are read in place from the fused QKV output ([rows][3·d_model]: q | k | v); the
-// smolgen bias ([position][head][64][64], may be null) is added after the 1/sqrt(depth) scale;
-// softmax in fp32; the context goes to ctx ([rows][d_model]). Portable: no tensor cores.
+// Attention for 64 tokens, one block of 128 threads per (head, position). Q, K, V are read in
+// place from the fused QKV output ([rows][3·d_model]: q | k | v) into shared memory (fp16, as
+// stored); the smolgen bias ([position][head][64][64], may be null) is added after the
+// 1/sqrt(depth) scale; softmax in fp32; the context goes to ctx ([rows][d_model]).
+// Each thread computes a 4×8 tile of the scores and a 4×(DEPTH/8) tile of the output, so each
+// shared-memory load feeds several FMAs. Portable: no tensor cores, any warp size.
+#define ATTENTION_THREADS 128
 template <int DEPTH>
 static __device__ void attention_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
                                       __half* __restrict__ ctx, int heads) {
-  __shared__ float ks[64][DEPTH + 1];
-  __shared__ float vs[64][DEPTH + 1];
-  const int h = blockIdx.x, b = blockIdx.y, q = threadIdx.x;
+  __shared__ __half qs[64][DEPTH + 2];
+  __shared__ __half ks[64][DEPTH + 2];
+  __shared__ __half vs[64][DEPTH + 2];
+  __shared__ float ss[64][65];
+  const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
-  for (int i = threadIdx.x; i < 64 * DEPTH; i += blockDim.x) {
-    const int t = i / DEPTH, j = i % DEPTH;
-    const long at = (row0 + t) * stride + h * DEPTH + j;
-    ks[t][j] = __half2float(qkv[at + d_model]);
-    vs[t][j] = __half2float(qkv[at + 2 * d_model]);
+  for (int i = t; i < 64 * DEPTH; i += ATTENTION_THREADS) {
+    const int r = i / DEPTH, j = i % DEPTH;
+    const __half* src = qkv + (row0 + r) * stride + h * DEPTH + j;
+    qs[r][j] = src[0];
+    ks[r][j] = src[d_model];
+    vs[r][j] = src[2 * d_model];
   }
-  float qv[DEPTH];
-  const float scale = rsqrtf((float)DEPTH);
-  #pragma unroll
-  for (int j = 0; j < DEPTH; ++j) qv[j] = __half2float(qkv[(row0 + q) * stride + h * DEPTH + j]) * scale;
   __syncthreads();
-  float p[64];
-  float mx = -3.0e38f;
-  const __half* brow = bias ? bias + (((long)b * heads + h) * 64 + q) * 64 : 0;
+  // Scores: rows q0..q0+3, columns k0..k0+7.
+  const int q0 = (t / 8) * 4, k0 = (t % 8) * 8;
+  float acc[4][8];
   #pragma unroll
-  for (int k = 0; k < 64; ++k) {
-    float s = 0.f;
+  for (int i = 0; i < 4; ++i)
     #pragma unroll
-    for (int j = 0; j < DEPTH; ++j) s += qv[j] * ks[k][j];
-    if (brow) s += __half2float(brow[k]);
-    p[k] = s;
-    mx = fmaxf(mx, s);
-  }
-  float sum = 0.f;
-  #pragma unroll
-  for (int k = 0; k < 64; ++k) {
-    p[k] = expf(p[k] - mx);
-    sum += p[k];
-  }
-  const float inv = 1.f / sum;
-  #pragma unroll
+    for (int c = 0; c < 8; ++c) acc[i][c] = 0.f;
+  #pragma unroll 4
   for (int j = 0; j < DEPTH; ++j) {
-    float acc = 0.f;
+    float qv[4], kv[8];
     #pragma unroll
-    for (int k = 0; k < 64; ++k) acc += p[k] * vs[k][j];
-    ctx[(row0 + q) * d_model + h * DEPTH + j] = __float2half(acc * inv);
+    for (int i = 0; i < 4; ++i) qv[i] = __half2float(qs[q0 + i][j]);
+    #pragma unroll
+    for (int c = 0; c < 8; ++c) kv[c] = __half2float(ks[k0 + c][j]);
+    #pragma unroll
+    for (int i = 0; i < 4; ++i)
+      #pragma unroll
+      for (int c = 0; c < 8; ++c) acc[i][c] += qv[i] * kv[c];
   }
+  const float scale = rsqrtf((float)DEPTH);
+  const __half* bias_tile = bias ? bias + ((long)b * heads + h) * 4096 : 0;
+  #pragma unroll
+  for (int i = 0; i < 4; ++i)
+    #pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      float v = acc[i][c] * scale;
+      if (bias_tile) v += __half2float(bias_tile[(q0 + i) * 64 + k0 + c]);
+      ss[q0 + i][k0 + c] = v;
+    }
+  __syncthreads();
+  // Softmax: two threads per row (adjacent lanes), 32 columns each.
+  {
+    const int r = t / 2, c0 = (t % 2) * 32;
+    float mx = -3.0e38f;
+    for (int c = 0; c < 32; ++c) mx = fmaxf(mx, ss[r][c0 + c]);
+    mx = fmaxf(mx, SHFL_XOR(mx, 1));
+    float sum = 0.f;
+    for (int c = 0; c < 32; ++c) {
+      const float e = expf(ss[r][c0 + c] - mx);
+      ss[r][c0 + c] = e;
+      sum += e;
+    }
+    sum += SHFL_XOR(sum, 1);
+    const float inv = 1.f / sum;
+    for (int c = 0; c < 32; ++c) ss[r][c0 + c] *= inv;
+  }
+  __syncthreads();
+  // Context: rows q0..q0+3, columns j0..j0+DEPTH/8-1.
+  const int cols = DEPTH / 8, j0 = (t % 8) * cols;
+  float out[4][DEPTH / 8];
+  #pragma unroll
+  for (int i = 0; i < 4; ++i)
+    #pragma unroll
+    for (int c = 0; c < cols; ++c) out[i][c] = 0.f;
+  #pragma unroll 4
+  for (int k = 0; k < 64; ++k) {
+    float pv[4], vv[DEPTH / 8];
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) pv[i] = ss[q0 + i][k];
+    #pragma unroll
+    for (int c = 0; c < cols; ++c) vv[c] = __half2float(vs[k][j0 + c]);
+    #pragma unroll
+    for (int i = 0; i < 4; ++i)
+      #pragma unroll
+      for (int c = 0; c < cols; ++c) out[i][c] += pv[i] * vv[c];
+  }
+  #pragma unroll
+  for (int i = 0; i < 4; ++i)
+    #pragma unroll
+    for (int c = 0; c < cols; ++c) ctx[(row0 + q0 + i) * d_model + h * DEPTH + j0 + c] = __float2half(out[i][c]);
 }
 
 KERNEL void attention_d16(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<16>(qkv, bias, ctx, heads); }

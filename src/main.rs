@@ -108,6 +108,10 @@ enum Command {
         /// Print the CSV header only once.
         #[arg(long)]
         header_only_once: bool,
+        /// Time every GPU operation with device events and print where the time goes (to
+        /// stderr; runs without graphs). Pass `-o profile=true` as well on GPU backends.
+        #[arg(long)]
+        profile: bool,
     },
     /// List the GPU runtimes found and their GPUs, or why there are none.
     Devices,
@@ -196,6 +200,7 @@ fn run(cli: Cli) -> Result<()> {
             threads,
             fen,
             header_only_once,
+            profile,
         } => {
             let config = lc0rs::bench::BenchConfig {
                 batches: batches as usize,
@@ -204,7 +209,7 @@ fn run(cli: Cli) -> Result<()> {
                 batch_step: batch_step as usize,
                 threads: threads as usize,
             };
-            backendbench(&net, &config, fen.as_deref(), header_only_once)
+            backendbench(&net, &config, fen.as_deref(), header_only_once, profile)
         }
         Command::Devices => {
             devices();
@@ -438,6 +443,7 @@ fn backendbench(
     config: &lc0rs::bench::BenchConfig,
     fen: Option<&str>,
     header_only_once: bool,
+    profile: bool,
 ) -> Result<()> {
     anyhow::ensure!(
         config.start_batch_size <= config.max_batch_size,
@@ -476,5 +482,24 @@ fn backendbench(
         println!("{}", stats.row());
         printed += 1;
     })?;
+    if profile {
+        let report = backend
+            .profile_report()
+            .context("--profile needs a GPU backend created with -o profile=true")?;
+        let total: f64 = report.iter().map(|r| r.1).sum();
+        eprintln!(
+            "{:<22} {:>10} {:>7} {:>9} {:>10}",
+            "operation", "total ms", "%", "calls", "us/call"
+        );
+        let mut rows = report;
+        rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (op, ms, calls) in rows {
+            eprintln!(
+                "{op:<22} {ms:>10.2} {:>6.1}% {calls:>9} {:>10.2}",
+                100.0 * ms / total,
+                1000.0 * ms / calls as f64
+            );
+        }
+    }
     Ok(())
 }

@@ -5,7 +5,7 @@
 use half::f16;
 use lc0rs::backend::create_backend;
 use lc0rs::gpu::cuda::CudaDevice;
-use lc0rs::gpu::kernels::{activation_code, attention_kernel};
+use lc0rs::gpu::kernels::{ATTENTION_THREADS, activation_code, attention_kernel};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, KernelArg, Launch};
 use lc0rs::netsource::NetSource;
 use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
@@ -81,7 +81,7 @@ fn attention_kernel_matches_cpu() {
                 attention_kernel(depth).unwrap(),
                 Launch {
                     grid: [heads as u32, batch as u32, 1],
-                    block: [64, 1, 1],
+                    block: [ATTENTION_THREADS, 1, 1],
                     shared_bytes: 0,
                 },
                 &[

@@ -113,6 +113,11 @@ pub trait Backend: Send + Sync {
     fn input_format(&self) -> InputFormat;
     /// Evaluates a batch of at most `attributes().max_batch` positions.
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError>;
+    /// Device time per operation (name, total ms, calls) since creation, if the backend was
+    /// created with profiling on.
+    fn profile_report(&self) -> Option<Vec<(String, f64, usize)>> {
+        None
+    }
 }
 
 /// The probabilities of the legal moves: softmax of their logits at `temperature`, as lc0

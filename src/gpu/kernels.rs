@@ -25,6 +25,9 @@ pub const KERNEL_NAMES: [&str; 10] = [
     "value_finish",
 ];
 
+/// Threads per block of the attention kernels (`ATTENTION_THREADS` in hip/kernels.hip).
+pub const ATTENTION_THREADS: u32 = 128;
+
 /// The attention kernel for a head depth, if one exists.
 pub fn attention_kernel(depth: usize) -> Option<&'static str> {
     match depth {
@@ -60,6 +63,11 @@ mod tests {
             assert!(src.contains(&format!("KERNEL void {name}(")), "{name}");
         }
         assert_eq!(src.matches("KERNEL void ").count(), KERNEL_NAMES.len());
+    }
+
+    #[test]
+    fn attention_threads_match_the_kernel() {
+        assert!(source().contains(&format!("#define ATTENTION_THREADS {ATTENTION_THREADS}\n")));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use half::f16;
 use super::weights::{DenseGpu, NetworkGpu, NormGpu};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
-use crate::gpu::kernels::{activation_code, attention_kernel};
+use crate::gpu::kernels::{ATTENTION_THREADS, activation_code, attention_kernel};
 use crate::gpu::{
     BatchedProduct, DevicePtr, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuResult, KernelArg,
     Launch, Linear,
@@ -218,6 +218,9 @@ pub fn upload_inputs(
     device.upload(buffers.values.ptr(), &values)
 }
 
+/// Events recorded around each operation when profiling: (operation, start, end).
+pub type OpEvents = std::sync::Mutex<Vec<(&'static str, usize, usize)>>;
+
 /// Enqueues one forward pass of `n` positions whose inputs are already on the device.
 pub struct Forward<'a> {
     pub device: &'a dyn GpuDevice,
@@ -227,9 +230,26 @@ pub struct Forward<'a> {
     pub buffers: &'a Buffers,
     pub gemm: GemmPath,
     pub alpha: f32,
+    /// With `Some`, every operation is bracketed by timing events (no graph capture then).
+    pub profile: Option<&'a OpEvents>,
 }
 
 impl Forward<'_> {
+    /// Runs one named operation, timed when profiling.
+    fn op(&self, name: &'static str, work: impl FnOnce() -> GpuResult<()>) -> GpuResult<()> {
+        let Some(events) = self.profile else {
+            return work();
+        };
+        let start = self.device.record_event()?;
+        work()?;
+        let end = self.device.record_event()?;
+        events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((name, start, end));
+        Ok(())
+    }
+
     fn linear(
         &self,
         layer: &DenseGpu,
@@ -323,12 +343,12 @@ impl Forward<'_> {
     }
 
     pub fn enqueue(&self, n: usize) -> GpuResult<()> {
-        self.embed(n)?;
+        self.op("embedding", || self.embed(n))?;
         for layer in 0..self.net.encoders.len() {
             self.encoder(layer, n)?;
         }
-        self.policy(n)?;
-        self.value_and_moves_left(n)
+        self.op("policy head", || self.policy(n))?;
+        self.op("value+mlh heads", || self.value_and_moves_left(n))
     }
 
     fn embed(&self, n: usize) -> GpuResult<()> {
@@ -433,83 +453,103 @@ impl Forward<'_> {
         let bias = match (&layer.smolgen, &b.smolgen, &self.net.smolgen_weight_gen) {
             (Some(sg), Some([compressed, h1, h2, bias]), Some(weight_gen)) => {
                 let act = self.format.smolgen_activation;
-                self.linear(&sg.compress, x, compressed.ptr(), rows, false)?;
-                self.linear(&sg.dense1, compressed.ptr(), h1.ptr(), n, false)?;
-                self.layer_norm(
-                    h1.ptr(),
-                    h1.ptr(),
-                    sg.dense1.bias(),
-                    act,
-                    1.0,
-                    None,
-                    &sg.ln1,
-                    n,
-                    sg.dense1.outputs,
-                )?;
-                self.linear(&sg.dense2, h1.ptr(), h2.ptr(), n, false)?;
-                self.layer_norm(
-                    h2.ptr(),
-                    h2.ptr(),
-                    sg.dense2.bias(),
-                    act,
-                    1.0,
-                    None,
-                    &sg.ln2,
-                    n,
-                    sg.dense2.outputs,
-                )?;
-                self.linear(weight_gen, h2.ptr(), bias.ptr(), n * s.heads, false)?;
+                self.op("smolgen compress", || {
+                    self.linear(&sg.compress, x, compressed.ptr(), rows, false)
+                })?;
+                self.op("smolgen dense1/2+ln", || {
+                    self.linear(&sg.dense1, compressed.ptr(), h1.ptr(), n, false)?;
+                    self.layer_norm(
+                        h1.ptr(),
+                        h1.ptr(),
+                        sg.dense1.bias(),
+                        act,
+                        1.0,
+                        None,
+                        &sg.ln1,
+                        n,
+                        sg.dense1.outputs,
+                    )?;
+                    self.linear(&sg.dense2, h1.ptr(), h2.ptr(), n, false)?;
+                    self.layer_norm(
+                        h2.ptr(),
+                        h2.ptr(),
+                        sg.dense2.bias(),
+                        act,
+                        1.0,
+                        None,
+                        &sg.ln2,
+                        n,
+                        sg.dense2.outputs,
+                    )
+                })?;
+                self.op("smolgen weight gen", || {
+                    self.linear(weight_gen, h2.ptr(), bias.ptr(), n * s.heads, false)
+                })?;
                 bias.ptr()
             }
             _ => 0,
         };
-        self.linear(&layer.qkv, x, b.qkv.ptr(), rows, true)?;
+        self.op("qkv", || {
+            self.linear(&layer.qkv, x, b.qkv.ptr(), rows, true)
+        })?;
         let kernel = attention_kernel(s.depth).expect("checked in Shapes::check_supported");
-        self.device.launch(
-            kernel,
-            Launch {
-                grid: [s.heads as u32, n as u32, 1],
-                block: [SQUARES as u32, 1, 1],
-                shared_bytes: 0,
-            },
-            &[
-                KernelArg::Ptr(b.qkv.ptr()),
-                KernelArg::Ptr(bias),
-                KernelArg::Ptr(b.ctx.ptr()),
-                KernelArg::I32(s.heads as i32),
-            ],
-        )?;
-        self.linear(&layer.out, b.ctx.ptr(), b.tmp.ptr(), rows, false)?;
-        self.layer_norm(
-            x,
-            b.tmp.ptr(),
-            layer.out.bias(),
-            Activation::Identity,
-            self.alpha,
-            Some(x),
-            &layer.ln1,
-            rows,
-            s.embedding,
-        )?;
-        self.dense_act(
-            &layer.ffn1,
-            x,
-            b.hidden.ptr(),
-            rows,
-            self.format.ffn_activation,
-        )?;
-        self.linear(&layer.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)?;
-        self.layer_norm(
-            x,
-            b.tmp.ptr(),
-            layer.ffn2.bias(),
-            Activation::Identity,
-            self.alpha,
-            Some(x),
-            &layer.ln2,
-            rows,
-            s.embedding,
-        )
+        self.op("attention", || {
+            self.device.launch(
+                kernel,
+                Launch {
+                    grid: [s.heads as u32, n as u32, 1],
+                    block: [ATTENTION_THREADS, 1, 1],
+                    shared_bytes: 0,
+                },
+                &[
+                    KernelArg::Ptr(b.qkv.ptr()),
+                    KernelArg::Ptr(bias),
+                    KernelArg::Ptr(b.ctx.ptr()),
+                    KernelArg::I32(s.heads as i32),
+                ],
+            )
+        })?;
+        self.op("out proj", || {
+            self.linear(&layer.out, b.ctx.ptr(), b.tmp.ptr(), rows, false)
+        })?;
+        self.op("residual+ln1", || {
+            self.layer_norm(
+                x,
+                b.tmp.ptr(),
+                layer.out.bias(),
+                Activation::Identity,
+                self.alpha,
+                Some(x),
+                &layer.ln1,
+                rows,
+                s.embedding,
+            )
+        })?;
+        self.op("ffn1+act", || {
+            self.dense_act(
+                &layer.ffn1,
+                x,
+                b.hidden.ptr(),
+                rows,
+                self.format.ffn_activation,
+            )
+        })?;
+        self.op("ffn2", || {
+            self.linear(&layer.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)
+        })?;
+        self.op("residual+ln2", || {
+            self.layer_norm(
+                x,
+                b.tmp.ptr(),
+                layer.ffn2.bias(),
+                Activation::Identity,
+                self.alpha,
+                Some(x),
+                &layer.ln2,
+                rows,
+                s.embedding,
+            )
+        })
     }
 
     fn policy(&self, n: usize) -> GpuResult<()> {

@@ -13,7 +13,7 @@ use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::{GemmPath, GpuDevice, GpuError, GpuGraph, GpuResult};
 use crate::weights::Network;
 use crate::weights::format::{InputFormat, NetFormat};
-use forward::{Buffers, Forward, Shapes, upload_inputs};
+use forward::{Buffers, Forward, OpEvents, Shapes, upload_inputs};
 use weights::NetworkGpu;
 
 /// lc0's maximum batch size, the default `max_batch`.
@@ -26,6 +26,8 @@ pub struct GpuOptions {
     pub max_batch: usize,
     pub gemm: GemmPath,
     pub graph: bool,
+    /// Time every operation with device events (runs without graphs).
+    pub profile: bool,
 }
 
 impl GpuOptions {
@@ -73,6 +75,7 @@ impl GpuOptions {
             max_batch,
             gemm,
             graph: options.get::<bool>(backend, "graph")?.unwrap_or(true),
+            profile: options.get::<bool>(backend, "profile")?.unwrap_or(false),
         })
     }
 }
@@ -80,6 +83,8 @@ impl GpuOptions {
 struct State {
     buffers: Buffers,
     graphs: HashMap<usize, Box<dyn GpuGraph>>,
+    /// Per operation: total milliseconds and calls, when profiling.
+    profile: Vec<(&'static str, f64, usize)>,
 }
 
 /// A GPU backend: weights on the device, buffers for `max_batch`, graphs per batch size.
@@ -117,6 +122,7 @@ impl GpuBackend {
             state: Mutex::new(State {
                 buffers,
                 graphs: HashMap::new(),
+                profile: Vec::new(),
             }),
         })
     }
@@ -135,7 +141,7 @@ impl GpuBackend {
             .bytes()
     }
 
-    fn forward<'a>(&'a self, buffers: &'a Buffers) -> Forward<'a> {
+    fn forward<'a>(&'a self, buffers: &'a Buffers, profile: Option<&'a OpEvents>) -> Forward<'a> {
         Forward {
             device: self.device.as_ref(),
             net: &self.net,
@@ -144,6 +150,7 @@ impl GpuBackend {
             buffers,
             gemm: self.options.gemm,
             alpha: self.alpha,
+            profile,
         }
     }
 
@@ -151,21 +158,48 @@ impl GpuBackend {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let n = batch.len();
         upload_inputs(self.device.as_ref(), &state.buffers, batch)?;
+        if self.options.profile {
+            self.profiled_pass(&mut state, n)?;
+            return self.outputs(&state, n);
+        }
         match state.graphs.get(&n) {
             Some(graph) => graph.launch()?,
             None => {
                 // The first pass at a size runs eagerly (it also picks the GEMM algorithms);
                 // then the same work is captured for the next calls.
-                self.forward(&state.buffers).enqueue(n)?;
+                self.forward(&state.buffers, None).enqueue(n)?;
                 if self.options.graph {
                     self.device.begin_capture()?;
-                    let captured = self.forward(&state.buffers).enqueue(n);
+                    let captured = self.forward(&state.buffers, None).enqueue(n);
                     let graph = self.device.end_capture();
                     captured?;
                     state.graphs.insert(n, graph?);
                 }
             }
         }
+        self.outputs(&state, n)
+    }
+
+    /// One eager pass with every operation timed; adds to the per-operation totals.
+    fn profiled_pass(&self, state: &mut State, n: usize) -> GpuResult<()> {
+        let events = OpEvents::default();
+        self.forward(&state.buffers, Some(&events)).enqueue(n)?;
+        self.device.synchronize()?;
+        for (name, start, end) in events.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            let ms = f64::from(self.device.elapsed_ms(start, end)?);
+            match state.profile.iter_mut().find(|(op, _, _)| *op == name) {
+                Some(entry) => {
+                    entry.1 += ms;
+                    entry.2 += 1;
+                }
+                None => state.profile.push((name, ms, 1)),
+            }
+        }
+        self.device.clear_events();
+        Ok(())
+    }
+
+    fn outputs(&self, state: &State, n: usize) -> GpuResult<BatchOutput> {
         let mut policy = vec![0u8; n * POLICY_SIZE * 4];
         let mut finished = vec![0u8; n * 3 * 4];
         self.device
@@ -205,6 +239,17 @@ impl Backend for GpuBackend {
 
     fn input_format(&self) -> InputFormat {
         self.format.input
+    }
+
+    fn profile_report(&self) -> Option<Vec<(String, f64, usize)>> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.options.profile.then(|| {
+            state
+                .profile
+                .iter()
+                .map(|(op, ms, calls)| ((*op).to_owned(), *ms, *calls))
+                .collect()
+        })
     }
 
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
