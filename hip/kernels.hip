@@ -83,6 +83,45 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
   }
 }
 
+// The same as layer_norm for rows of at most 32·WARP_SIZE values: one warp per row, the row in
+// registers, shuffles for the sums, no block barriers. blockDim.x / WARP_SIZE rows per block.
+KERNEL void layer_norm_warp(__half* out, const __half* in, const __half* __restrict__ bias, int act,
+                            float alpha, const __half* skip, const __half* __restrict__ gamma,
+                            const __half* __restrict__ beta, float eps, int rows, int cols) {
+  const int lane = threadIdx.x % WARP_SIZE;
+  const long row = (long)blockIdx.x * (blockDim.x / WARP_SIZE) + threadIdx.x / WARP_SIZE;
+  if (row >= rows) return;
+  const long base = row * cols;
+  float v[32];
+  float sum = 0.f;
+  #pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const int c = lane + i * WARP_SIZE;
+    v[i] = 0.f;
+    if (c < cols) {
+      float x = __half2float(in[base + c]);
+      if (bias) x += __half2float(bias[c]);
+      x = activate(x, act) * alpha;
+      if (skip) x += __half2float(skip[base + c]);
+      v[i] = x;
+      sum += x;
+    }
+  }
+  const float mean = warp_sum(sum) / cols;
+  float var = 0.f;
+  #pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const int c = lane + i * WARP_SIZE;
+    if (c < cols) var += (v[i] - mean) * (v[i] - mean);
+  }
+  const float inv = rsqrtf(warp_sum(var) / cols + eps);
+  #pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const int c = lane + i * WARP_SIZE;
+    if (c < cols) out[base + c] = __float2half((v[i] - mean) * inv * __half2float(gamma[c]) + __half2float(beta[c]));
+  }
+}
+
 // Attention for 64 tokens, one block of 128 threads per (head, position). Q, K, V are read in
 // place from the fused QKV output ([rows][3·d_model]: q | k | v) into shared memory (fp16, as
 // stored); the smolgen bias ([position][head][64][64], may be null) is added after the
@@ -183,6 +222,99 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
 KERNEL void attention_d16(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<16>(qkv, bias, ctx, heads); }
 KERNEL void attention_d32(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<32>(qkv, bias, ctx, heads); }
 KERNEL void attention_d64(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<64>(qkv, bias, ctx, heads); }
+
+#if defined(GPU_CUDA)
+// The NVIDIA fast path of the attention above: the same inputs, outputs and block shape, with
+// Q·Kᵀ and P·V on tensor cores (WMMA 16×16×16, fp16 in, fp32 accumulate). Each of the 4 warps
+// owns 16 query rows. P is rounded to fp16 for the second product, as lc0's fp16 path does.
+#include <mma.h>
+template <int DEPTH>
+static __device__ void attention_mma_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
+                                          __half* __restrict__ ctx, int heads) {
+  using namespace nvcuda;
+  constexpr int LD = DEPTH + 8;      // fp16 row stride of Q, K, V (a multiple of 8)
+  constexpr int LDP = 64 + 8;        // fp16 row stride of P
+  constexpr int LDS = 64 + 4;        // fp32 row stride of the scores
+  constexpr int QP = 64 * (LD > LDP ? LD : LDP);
+  __shared__ __align__(32) __half qp[QP];   // Q, later P
+  __shared__ __align__(32) __half ks[64 * LD];
+  __shared__ __align__(32) __half vs[64 * LD];
+  __shared__ __align__(32) float ss[64 * LDS];
+  const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x;
+  const int warp = t / 32, lane = t % 32;
+  const int d_model = heads * DEPTH, stride = 3 * d_model;
+  const long row0 = (long)b * 64;
+  for (int i = t; i < 64 * DEPTH; i += ATTENTION_THREADS) {
+    const int r = i / DEPTH, j = i % DEPTH;
+    const __half* src = qkv + (row0 + r) * stride + h * DEPTH + j;
+    qp[r * LD + j] = src[0];
+    ks[r * LD + j] = src[d_model];
+    vs[r * LD + j] = src[2 * d_model];
+  }
+  __syncthreads();
+  #pragma unroll
+  for (int ct = 0; ct < 4; ++ct) {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.f);
+    #pragma unroll
+    for (int kk = 0; kk < DEPTH / 16; ++kk) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> kt;
+      wmma::load_matrix_sync(a, qp + warp * 16 * LD + kk * 16, LD);
+      wmma::load_matrix_sync(kt, ks + ct * 16 * LD + kk * 16, LD);
+      wmma::mma_sync(acc, a, kt, acc);
+    }
+    wmma::store_matrix_sync(ss + warp * 16 * LDS + ct * 16, acc, LDS, wmma::mem_row_major);
+  }
+  __syncthreads();
+  {
+    const float scale = rsqrtf((float)DEPTH);
+    const int r = t / 2, c0 = (t % 2) * 32;
+    const __half* brow = bias ? bias + (((long)b * heads + h) * 64 + r) * 64 : 0;
+    float mx = -3.0e38f;
+    for (int c = 0; c < 32; ++c) {
+      float v = ss[r * LDS + c0 + c] * scale;
+      if (brow) v += __half2float(brow[c0 + c]);
+      ss[r * LDS + c0 + c] = v;
+      mx = fmaxf(mx, v);
+    }
+    mx = fmaxf(mx, SHFL_XOR(mx, 1));
+    float sum = 0.f;
+    for (int c = 0; c < 32; ++c) {
+      const float e = expf(ss[r * LDS + c0 + c] - mx);
+      ss[r * LDS + c0 + c] = e;
+      sum += e;
+    }
+    sum += SHFL_XOR(sum, 1);
+    const float inv = 1.f / sum;
+    for (int c = 0; c < 32; ++c) qp[r * LDP + c0 + c] = __float2half(ss[r * LDS + c0 + c] * inv);
+  }
+  __syncthreads();
+  #pragma unroll
+  for (int ct = 0; ct < DEPTH / 16; ++ct) {
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.f);
+    #pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> p;
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> v;
+      wmma::load_matrix_sync(p, qp + warp * 16 * LDP + kk * 16, LDP);
+      wmma::load_matrix_sync(v, vs + kk * 16 * LD + ct * 16, LD);
+      wmma::mma_sync(acc, p, v, acc);
+    }
+    wmma::store_matrix_sync(ss + warp * 16 * LDS + ct * 16, acc, LDS, wmma::mem_row_major);
+  }
+  __syncwarp();
+  for (int i = lane; i < 16 * DEPTH; i += 32) {
+    const int r = warp * 16 + i / DEPTH, c = i % DEPTH;
+    ctx[(row0 + r) * d_model + h * DEPTH + c] = __float2half(ss[r * LDS + c]);
+  }
+}
+
+KERNEL void attention_mma_d16(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_mma_body<16>(qkv, bias, ctx, heads); }
+KERNEL void attention_mma_d32(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_mma_body<32>(qkv, bias, ctx, heads); }
+KERNEL void attention_mma_d64(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_mma_body<64>(qkv, bias, ctx, heads); }
+#endif
 
 // The attention policy's finish, one block per position: promotion logits from the keys of the
 // rank-8 squares and `ppo` ([4][dp], row 3 the knight/base offset), then the 4288 raw values

@@ -147,6 +147,7 @@ pub fn run(
             backend.evaluate(&warm)?;
         }
     }
+    backend.reset_profile();
     let mut size = config.start_batch_size;
     while size <= config.max_batch_size {
         let inputs = vec![*position; size];

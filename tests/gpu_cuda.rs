@@ -59,6 +59,13 @@ fn poisoned(device: &CudaDevice, n: usize) -> GpuBuffer {
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn attention_kernel_matches_cpu() {
     let device = device();
+    for tensor_cores in [false, true] {
+        check_attention(&device, tensor_cores);
+    }
+}
+
+/// Both attention kernels (portable, tensor-core) against an f64 reference.
+fn check_attention(device: &CudaDevice, tensor_cores: bool) {
     for (case, &(batch, heads, depth, with_bias)) in [
         (1, 2, 32, true),
         (3, 24, 32, true),
@@ -73,12 +80,12 @@ fn attention_kernel_matches_cpu() {
         let rows = batch * 64;
         let qkv = random_f16(rows * 3 * d_model, case as u64 + 1, 2.0);
         let bias = random_f16(batch * heads * 4096, case as u64 + 100, 3.0);
-        let qkv_gpu = upload(&device, &qkv);
-        let bias_gpu = upload(&device, &bias);
-        let ctx = poisoned(&device, rows * d_model);
+        let qkv_gpu = upload(device, &qkv);
+        let bias_gpu = upload(device, &bias);
+        let ctx = poisoned(device, rows * d_model);
         device
             .launch(
-                attention_kernel(depth).unwrap(),
+                attention_kernel(depth, tensor_cores).unwrap(),
                 Launch {
                     grid: [heads as u32, batch as u32, 1],
                     block: [ATTENTION_THREADS, 1, 1],
@@ -92,7 +99,7 @@ fn attention_kernel_matches_cpu() {
                 ],
             )
             .unwrap();
-        let got = download(&device, &ctx, rows * d_model);
+        let got = download(device, &ctx, rows * d_model);
         let mut worst = 0.0f64;
         for b in 0..batch {
             for h in 0..heads {
@@ -224,6 +231,7 @@ fn backend_matches_cpu_on_bundled_nets() {
             "gemm=lt",
             "gemm=blas",
             "gemm=lt,graph=false",
+            "gemm=lt,attention=portable",
             "gemm=blas,max_batch=64",
         ] {
             let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();

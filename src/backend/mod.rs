@@ -118,6 +118,8 @@ pub trait Backend: Send + Sync {
     fn profile_report(&self) -> Option<Vec<(String, f64, usize)>> {
         None
     }
+    /// Forgets the profile so far (backendbench calls it after its warm-up).
+    fn reset_profile(&self) {}
 }
 
 /// The probabilities of the legal moves: softmax of their logits at `temperature`, as lc0

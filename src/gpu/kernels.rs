@@ -11,13 +11,14 @@ pub fn source() -> String {
     .join("\n")
 }
 
-/// Every kernel entry point in `hip/kernels.hip`.
-pub const KERNEL_NAMES: [&str; 10] = [
+/// The kernel entry points every vendor compiles from `hip/kernels.hip`.
+pub const KERNEL_NAMES: [&str; 11] = [
     "expand_tokens",
     "pe_dense_input",
     "bias_activation",
     "input_gating",
     "layer_norm",
+    "layer_norm_warp",
     "attention_d16",
     "attention_d32",
     "attention_d64",
@@ -25,17 +26,30 @@ pub const KERNEL_NAMES: [&str; 10] = [
     "value_finish",
 ];
 
+/// NVIDIA-only fast paths (tensor cores), compiled under `GPU_CUDA`.
+pub const CUDA_ONLY_KERNEL_NAMES: [&str; 3] = [
+    "attention_mma_d16",
+    "attention_mma_d32",
+    "attention_mma_d64",
+];
+
+/// The widest row `layer_norm_warp` takes (32 values per lane of a 32-wide warp).
+pub const WARP_NORM_MAX_COLS: usize = 1024;
+
 /// Threads per block of the attention kernels (`ATTENTION_THREADS` in hip/kernels.hip).
 pub const ATTENTION_THREADS: u32 = 128;
 
-/// The attention kernel for a head depth, if one exists.
-pub fn attention_kernel(depth: usize) -> Option<&'static str> {
-    match depth {
-        16 => Some("attention_d16"),
-        32 => Some("attention_d32"),
-        64 => Some("attention_d64"),
-        _ => None,
-    }
+/// The attention kernel for a head depth, if one exists: the tensor-core one or the portable one.
+pub fn attention_kernel(depth: usize, tensor_cores: bool) -> Option<&'static str> {
+    Some(match (depth, tensor_cores) {
+        (16, false) => "attention_d16",
+        (32, false) => "attention_d32",
+        (64, false) => "attention_d64",
+        (16, true) => "attention_mma_d16",
+        (32, true) => "attention_mma_d32",
+        (64, true) => "attention_mma_d64",
+        _ => return None,
+    })
 }
 
 /// The activation code of `hip/prelude.h`.
@@ -59,10 +73,13 @@ mod tests {
     #[test]
     fn every_named_kernel_is_in_the_source() {
         let src = source();
-        for name in KERNEL_NAMES {
+        for name in KERNEL_NAMES.iter().chain(&CUDA_ONLY_KERNEL_NAMES) {
             assert!(src.contains(&format!("KERNEL void {name}(")), "{name}");
         }
-        assert_eq!(src.matches("KERNEL void ").count(), KERNEL_NAMES.len());
+        assert_eq!(
+            src.matches("KERNEL void ").count(),
+            KERNEL_NAMES.len() + CUDA_ONLY_KERNEL_NAMES.len()
+        );
     }
 
     #[test]

@@ -175,6 +175,8 @@ pub struct DeviceInfo {
     pub arch: String,
     pub memory_bytes: usize,
     pub multiprocessors: u32,
+    /// Threads per warp (32) or wavefront (32 on RDNA, 64 on CDNA).
+    pub warp_size: u32,
     pub runtime: String,
 }
 
@@ -195,6 +197,8 @@ pub trait GpuDevice: Send + Sync {
     /// Fills `bytes` at `dst` with the byte `value`.
     fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()>;
     fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()>;
+    /// Whether a kernel was compiled for this device (vendor-only fast paths).
+    fn has_kernel(&self, kernel: &str) -> bool;
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()>;
     fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()>;
     fn synchronize(&self) -> GpuResult<()>;

@@ -9,7 +9,9 @@ use half::f16;
 use super::weights::{DenseGpu, NetworkGpu, NormGpu};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
-use crate::gpu::kernels::{ATTENTION_THREADS, activation_code, attention_kernel};
+use crate::gpu::kernels::{
+    ATTENTION_THREADS, WARP_NORM_MAX_COLS, activation_code, attention_kernel,
+};
 use crate::gpu::{
     BatchedProduct, DevicePtr, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuResult, KernelArg,
     Launch, Linear,
@@ -76,7 +78,7 @@ impl Shapes {
 
     /// Checks the limits of the kernels (attention head depths, layer-norm row width).
     pub fn check_supported(&self) -> GpuResult<()> {
-        if attention_kernel(self.depth).is_none() {
+        if attention_kernel(self.depth, false).is_none() {
             return Err(GpuError::Unsupported(format!(
                 "head depth {} (the attention kernel has 16, 32 and 64)",
                 self.depth
@@ -230,6 +232,8 @@ pub struct Forward<'a> {
     pub buffers: &'a Buffers,
     pub gemm: GemmPath,
     pub alpha: f32,
+    /// The attention kernel (tensor-core or portable) for the head depth.
+    pub attention: &'static str,
     /// With `Some`, every operation is bracketed by timing events (no graph capture then).
     pub profile: Option<&'a OpEvents>,
 }
@@ -320,26 +324,35 @@ impl Forward<'_> {
         rows: usize,
         cols: usize,
     ) -> GpuResult<()> {
-        self.device.launch(
-            "layer_norm",
-            Launch {
-                grid: [rows as u32, 1, 1],
+        let mut args = vec![
+            KernelArg::Ptr(out),
+            KernelArg::Ptr(input),
+            KernelArg::Ptr(bias.unwrap_or(0)),
+            KernelArg::I32(activation_code(act)),
+            KernelArg::F32(alpha),
+            KernelArg::Ptr(skip.unwrap_or(0)),
+            KernelArg::Ptr(ln.gamma.ptr()),
+            KernelArg::Ptr(ln.beta.ptr()),
+            KernelArg::F32(ln.eps),
+        ];
+        if cols <= WARP_NORM_MAX_COLS {
+            // One warp per row.
+            let rows_per_block = (ROW_THREADS / self.device.info().warp_size) as usize;
+            args.extend([KernelArg::I32(rows as i32), KernelArg::I32(cols as i32)]);
+            let launch = Launch {
+                grid: [rows.div_ceil(rows_per_block) as u32, 1, 1],
                 block: [ROW_THREADS, 1, 1],
-                shared_bytes: (cols * size_of::<f32>()) as u32,
-            },
-            &[
-                KernelArg::Ptr(out),
-                KernelArg::Ptr(input),
-                KernelArg::Ptr(bias.unwrap_or(0)),
-                KernelArg::I32(activation_code(act)),
-                KernelArg::F32(alpha),
-                KernelArg::Ptr(skip.unwrap_or(0)),
-                KernelArg::Ptr(ln.gamma.ptr()),
-                KernelArg::Ptr(ln.beta.ptr()),
-                KernelArg::F32(ln.eps),
-                KernelArg::I32(cols as i32),
-            ],
-        )
+                shared_bytes: 0,
+            };
+            return self.device.launch("layer_norm_warp", launch, &args);
+        }
+        args.push(KernelArg::I32(cols as i32));
+        let launch = Launch {
+            grid: [rows as u32, 1, 1],
+            block: [ROW_THREADS, 1, 1],
+            shared_bytes: (cols * size_of::<f32>()) as u32,
+        };
+        self.device.launch("layer_norm", launch, &args)
     }
 
     pub fn enqueue(&self, n: usize) -> GpuResult<()> {
@@ -492,10 +505,9 @@ impl Forward<'_> {
         self.op("qkv", || {
             self.linear(&layer.qkv, x, b.qkv.ptr(), rows, true)
         })?;
-        let kernel = attention_kernel(s.depth).expect("checked in Shapes::check_supported");
         self.op("attention", || {
             self.device.launch(
-                kernel,
+                self.attention,
                 Launch {
                     grid: [s.heads as u32, n as u32, 1],
                     block: [ATTENTION_THREADS, 1, 1],

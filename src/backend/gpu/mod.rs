@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
+use crate::gpu::kernels::attention_kernel;
 use crate::gpu::{GemmPath, GpuDevice, GpuError, GpuGraph, GpuResult};
 use crate::weights::Network;
 use crate::weights::format::{InputFormat, NetFormat};
@@ -28,6 +29,9 @@ pub struct GpuOptions {
     pub graph: bool,
     /// Time every operation with device events (runs without graphs).
     pub profile: bool,
+    /// Use the vendor's tensor-core attention where it exists (`attention=mma`, the default)
+    /// or the portable kernel (`attention=portable`).
+    pub tensor_core_attention: bool,
 }
 
 impl GpuOptions {
@@ -76,6 +80,17 @@ impl GpuOptions {
             gemm,
             graph: options.get::<bool>(backend, "graph")?.unwrap_or(true),
             profile: options.get::<bool>(backend, "profile")?.unwrap_or(false),
+            tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref() {
+                None | Some("mma") => true,
+                Some("portable") => false,
+                Some(other) => {
+                    return Err(bad(
+                        "attention",
+                        other.to_owned(),
+                        "expected mma or portable",
+                    ));
+                }
+            },
         })
     }
 }
@@ -95,6 +110,7 @@ pub struct GpuBackend {
     format: NetFormat,
     shapes: Shapes,
     alpha: f32,
+    attention: &'static str,
     options: GpuOptions,
     state: Mutex<State>,
 }
@@ -108,6 +124,11 @@ impl GpuBackend {
     ) -> GpuResult<Self> {
         let shapes = Shapes::of(network);
         shapes.check_supported()?;
+        let portable = attention_kernel(shapes.depth, false).expect("checked above");
+        let attention = match attention_kernel(shapes.depth, true) {
+            Some(fast) if options.tensor_core_attention && device.has_kernel(fast) => fast,
+            _ => portable,
+        };
         let net = NetworkGpu::upload(device.as_ref(), network)?;
         let buffers = Buffers::new(device.as_ref(), &shapes, options.max_batch)?;
         device.synchronize()?;
@@ -118,6 +139,7 @@ impl GpuBackend {
             format: network.format.clone(),
             shapes,
             alpha: network.residual_alpha,
+            attention,
             options,
             state: Mutex::new(State {
                 buffers,
@@ -150,6 +172,7 @@ impl GpuBackend {
             buffers,
             gemm: self.options.gemm,
             alpha: self.alpha,
+            attention: self.attention,
             profile,
         }
     }
@@ -239,6 +262,14 @@ impl Backend for GpuBackend {
 
     fn input_format(&self) -> InputFormat {
         self.format.input
+    }
+
+    fn reset_profile(&self) {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .profile
+            .clear();
     }
 
     fn profile_report(&self) -> Option<Vec<(String, f64, usize)>> {

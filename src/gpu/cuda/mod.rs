@@ -131,6 +131,7 @@ impl CudaDevice {
         let module = nvrtc::compile_module(&ctx, &arch)?;
         let functions = super::kernels::KERNEL_NAMES
             .iter()
+            .chain(&super::kernels::CUDA_ONLY_KERNEL_NAMES)
             .map(|&name| {
                 let f = module
                     .load_function(name)
@@ -150,6 +151,7 @@ impl CudaDevice {
             multiprocessors: ctx
                 .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
                 .map_err(call_error("cuDeviceGetAttribute"))? as u32,
+            warp_size: 32,
             runtime: format!("CUDA driver {}", driver_version()?),
         };
         Ok(Self {
@@ -253,6 +255,10 @@ impl GpuDevice for CudaDevice {
         unsafe { builder.launch(cfg) }
             .map(|_| ())
             .map_err(call_error("cuLaunchKernel"))
+    }
+
+    fn has_kernel(&self, kernel: &str) -> bool {
+        self.functions.contains_key(kernel)
     }
 
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
