@@ -83,42 +83,103 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
   }
 }
 
-// The same as layer_norm for rows of at most 32·WARP_SIZE values: one warp per row, the row in
-// registers, shuffles for the sums, no block barriers. blockDim.x / WARP_SIZE rows per block.
-KERNEL void layer_norm_warp(__half* out, const __half* in, const __half* __restrict__ bias, int act,
-                            float alpha, const __half* skip, const __half* __restrict__ gamma,
-                            const __half* __restrict__ beta, float eps, int rows, int cols) {
+// out = LN((in + bias)·alpha + skip) for rows of at most 64·WARP_SIZE values (an even count):
+// one warp per row, the row in registers (read as half2), shuffles for the sums, no block
+// barriers; blockDim.x / WARP_SIZE rows per block. No activation: rows that need one take
+// layer_norm.
+KERNEL void layer_norm_warp(__half* out, const __half* in, const __half* __restrict__ bias, float alpha,
+                            const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta,
+                            float eps, int rows, int cols) {
   const int lane = threadIdx.x % WARP_SIZE;
   const long row = (long)blockIdx.x * (blockDim.x / WARP_SIZE) + threadIdx.x / WARP_SIZE;
   if (row >= rows) return;
-  const long base = row * cols;
-  float v[32];
+  const int pairs = cols / 2;
+  const __half2* in2 = (const __half2*)(in + row * cols);
+  const __half2* skip2 = skip ? (const __half2*)(skip + row * cols) : 0;
+  const __half2* bias2 = (const __half2*)bias;
+  float2 v[32];
   float sum = 0.f;
   #pragma unroll
   for (int i = 0; i < 32; ++i) {
-    const int c = lane + i * WARP_SIZE;
-    v[i] = 0.f;
-    if (c < cols) {
-      float x = __half2float(in[base + c]);
-      if (bias) x += __half2float(bias[c]);
-      x = activate(x, act) * alpha;
-      if (skip) x += __half2float(skip[base + c]);
+    const int p = lane + i * WARP_SIZE;
+    v[i] = make_float2(0.f, 0.f);
+    if (p < pairs) {
+      float2 x = __half22float2(in2[p]);
+      if (bias2) {
+        const float2 b = __half22float2(bias2[p]);
+        x.x += b.x;
+        x.y += b.y;
+      }
+      x.x *= alpha;
+      x.y *= alpha;
+      if (skip2) {
+        const float2 k = __half22float2(skip2[p]);
+        x.x += k.x;
+        x.y += k.y;
+      }
       v[i] = x;
-      sum += x;
+      sum += x.x + x.y;
     }
   }
   const float mean = warp_sum(sum) / cols;
   float var = 0.f;
   #pragma unroll
   for (int i = 0; i < 32; ++i) {
-    const int c = lane + i * WARP_SIZE;
-    if (c < cols) var += (v[i] - mean) * (v[i] - mean);
+    if (lane + i * WARP_SIZE < pairs) var += (v[i].x - mean) * (v[i].x - mean) + (v[i].y - mean) * (v[i].y - mean);
   }
   const float inv = rsqrtf(warp_sum(var) / cols + eps);
+  __half2* out2 = (__half2*)(out + row * cols);
+  const __half2* g2 = (const __half2*)gamma;
+  const __half2* b2 = (const __half2*)beta;
   #pragma unroll
   for (int i = 0; i < 32; ++i) {
-    const int c = lane + i * WARP_SIZE;
-    if (c < cols) out[base + c] = __float2half((v[i] - mean) * inv * __half2float(gamma[c]) + __half2float(beta[c]));
+    const int p = lane + i * WARP_SIZE;
+    if (p < pairs) {
+      const float2 g = __half22float2(g2[p]), be = __half22float2(b2[p]);
+      out2[p] = __floats2half2_rn((v[i].x - mean) * inv * g.x + be.x, (v[i].y - mean) * inv * g.y + be.y);
+    }
+  }
+}
+
+// Threads per block of the attention kernels (the Rust side's ATTENTION_THREADS).
+#define ATTENTION_THREADS 128
+
+// 8 halves (16 bytes) at a time; both addresses 16-byte aligned.
+static __device__ __forceinline__ void copy8(__half* dst, const __half* src) {
+  *(uint4*)dst = *(const uint4*)src;
+}
+
+static __device__ __forceinline__ void load8(const __half* src, float* out) {
+  const uint4 raw = *(const uint4*)src;
+  const __half2* h = (const __half2*)&raw;
+  #pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+static __device__ __forceinline__ void store8(__half* dst, const float* in) {
+  uint4 raw;
+  __half2* h = (__half2*)&raw;
+  #pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(in[2 * i], in[2 * i + 1]);
+  *(uint4*)dst = raw;
+}
+
+// Copies head h's Q, K and V rows of one position (64 × DEPTH each) into shared memory with
+// row stride LD (a multiple of 8), 16 bytes per load.
+template <int DEPTH, int LD>
+static __device__ __forceinline__ void load_qkv(const __half* __restrict__ qkv, long row0, int stride, int d_model,
+                                                int h, __half* qs, __half* ks, __half* vs) {
+  constexpr int CHUNKS = DEPTH / 8;
+  for (int i = threadIdx.x; i < 64 * CHUNKS; i += ATTENTION_THREADS) {
+    const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+    const __half* src = qkv + (row0 + r) * stride + h * DEPTH + c;
+    copy8(qs + r * LD + c, src);
+    copy8(ks + r * LD + c, src + d_model);
+    copy8(vs + r * LD + c, src + 2 * d_model);
   }
 }
 
@@ -128,24 +189,17 @@ KERNEL void layer_norm_warp(__half* out, const __half* in, const __half* __restr
 // 1/sqrt(depth) scale; softmax in fp32; the context goes to ctx ([rows][d_model]).
 // Each thread computes a 4×8 tile of the scores and a 4×(DEPTH/8) tile of the output, so each
 // shared-memory load feeds several FMAs. Portable: no tensor cores, any warp size.
-#define ATTENTION_THREADS 128
 template <int DEPTH>
 static __device__ void attention_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
                                       __half* __restrict__ ctx, int heads) {
-  __shared__ __half qs[64][DEPTH + 2];
-  __shared__ __half ks[64][DEPTH + 2];
-  __shared__ __half vs[64][DEPTH + 2];
+  __shared__ __align__(16) __half qs[64][DEPTH + 8];
+  __shared__ __align__(16) __half ks[64][DEPTH + 8];
+  __shared__ __align__(16) __half vs[64][DEPTH + 8];
   __shared__ float ss[64][65];
   const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
-  for (int i = t; i < 64 * DEPTH; i += ATTENTION_THREADS) {
-    const int r = i / DEPTH, j = i % DEPTH;
-    const __half* src = qkv + (row0 + r) * stride + h * DEPTH + j;
-    qs[r][j] = src[0];
-    ks[r][j] = src[d_model];
-    vs[r][j] = src[2 * d_model];
-  }
+  load_qkv<DEPTH, DEPTH + 8>(qkv, row0, stride, d_model, h, &qs[0][0], &ks[0][0], &vs[0][0]);
   __syncthreads();
   // Scores: rows q0..q0+3, columns k0..k0+7.
   const int q0 = (t / 8) * 4, k0 = (t % 8) * 8;
@@ -169,13 +223,12 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
   const float scale = rsqrtf((float)DEPTH);
   const __half* bias_tile = bias ? bias + ((long)b * heads + h) * 4096 : 0;
   #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
+    float bv[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (bias_tile) load8(bias_tile + (q0 + i) * 64 + k0, bv);
     #pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      float v = acc[i][c] * scale;
-      if (bias_tile) v += __half2float(bias_tile[(q0 + i) * 64 + k0 + c]);
-      ss[q0 + i][k0 + c] = v;
-    }
+    for (int c = 0; c < 8; ++c) ss[q0 + i][k0 + c] = acc[i][c] * scale + bv[c];
+  }
   __syncthreads();
   // Softmax: two threads per row (adjacent lanes), 32 columns each.
   {
@@ -214,9 +267,11 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
       for (int c = 0; c < cols; ++c) out[i][c] += pv[i] * vv[c];
   }
   #pragma unroll
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
+    __half2* dst = (__half2*)(ctx + (row0 + q0 + i) * d_model + h * DEPTH + j0);
     #pragma unroll
-    for (int c = 0; c < cols; ++c) ctx[(row0 + q0 + i) * d_model + h * DEPTH + j0 + c] = __float2half(out[i][c]);
+    for (int c = 0; c < cols; c += 2) dst[c / 2] = __floats2half2_rn(out[i][c], out[i][c + 1]);
+  }
 }
 
 KERNEL void attention_d16(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<16>(qkv, bias, ctx, heads); }
@@ -244,13 +299,7 @@ static __device__ void attention_mma_body(const __half* __restrict__ qkv, const 
   const int warp = t / 32, lane = t % 32;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
-  for (int i = t; i < 64 * DEPTH; i += ATTENTION_THREADS) {
-    const int r = i / DEPTH, j = i % DEPTH;
-    const __half* src = qkv + (row0 + r) * stride + h * DEPTH + j;
-    qp[r * LD + j] = src[0];
-    ks[r * LD + j] = src[d_model];
-    vs[r * LD + j] = src[2 * d_model];
-  }
+  load_qkv<DEPTH, LD>(qkv, row0, stride, d_model, h, qp, ks, vs);
   __syncthreads();
   #pragma unroll
   for (int ct = 0; ct < 4; ++ct) {
@@ -268,16 +317,22 @@ static __device__ void attention_mma_body(const __half* __restrict__ qkv, const 
   }
   __syncthreads();
   {
+    // Scale and bias, 8 coalesced values per step.
     const float scale = rsqrtf((float)DEPTH);
-    const int r = t / 2, c0 = (t % 2) * 32;
-    const __half* brow = bias ? bias + (((long)b * heads + h) * 64 + r) * 64 : 0;
-    float mx = -3.0e38f;
-    for (int c = 0; c < 32; ++c) {
-      float v = ss[r * LDS + c0 + c] * scale;
-      if (brow) v += __half2float(brow[c0 + c]);
-      ss[r * LDS + c0 + c] = v;
-      mx = fmaxf(mx, v);
+    const __half* bias_tile = bias ? bias + ((long)b * heads + h) * 4096 : 0;
+    for (int i = t; i < 512; i += ATTENTION_THREADS) {
+      const int r = i / 8, c = (i % 8) * 8;
+      float bv[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      if (bias_tile) load8(bias_tile + r * 64 + c, bv);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) ss[r * LDS + c + j] = ss[r * LDS + c + j] * scale + bv[j];
     }
+  }
+  __syncthreads();
+  {
+    const int r = t / 2, c0 = (t % 2) * 32;
+    float mx = -3.0e38f;
+    for (int c = 0; c < 32; ++c) mx = fmaxf(mx, ss[r * LDS + c0 + c]);
     mx = fmaxf(mx, SHFL_XOR(mx, 1));
     float sum = 0.f;
     for (int c = 0; c < 32; ++c) {
@@ -305,9 +360,9 @@ static __device__ void attention_mma_body(const __half* __restrict__ qkv, const 
     wmma::store_matrix_sync(ss + warp * 16 * LDS + ct * 16, acc, LDS, wmma::mem_row_major);
   }
   __syncwarp();
-  for (int i = lane; i < 16 * DEPTH; i += 32) {
-    const int r = warp * 16 + i / DEPTH, c = i % DEPTH;
-    ctx[(row0 + r) * d_model + h * DEPTH + c] = __float2half(ss[r * LDS + c]);
+  for (int i = lane; i < 16 * (DEPTH / 8); i += 32) {
+    const int r = warp * 16 + i / (DEPTH / 8), c = (i % (DEPTH / 8)) * 8;
+    store8(ctx + (row0 + r) * d_model + h * DEPTH + c, ss + r * LDS + c);
   }
 }
 

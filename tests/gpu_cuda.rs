@@ -250,3 +250,75 @@ fn backend_matches_cpu_on_bundled_nets() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn warp_layer_norm_kernel_matches_cpu() {
+    let device = device();
+    for (case, &(rows, cols, with_skip)) in
+        [(130usize, 768usize, true), (9, 64, false), (33, 2048, true)]
+            .iter()
+            .enumerate()
+    {
+        let seed = 100 + case as u64;
+        let (input, skip, bias) = (
+            random_f16(rows * cols, seed, 3.0),
+            random_f16(rows * cols, seed + 1, 1.0),
+            random_f16(cols, seed + 2, 0.5),
+        );
+        let (gamma, beta) = (
+            random_f16(cols, seed + 3, 1.5),
+            random_f16(cols, seed + 4, 0.5),
+        );
+        let alpha = 0.427_287f32;
+        let gpu = [&input, &skip, &bias, &gamma, &beta].map(|v| upload(&device, v));
+        let out = poisoned(&device, rows * cols);
+        let skip_ptr = if with_skip { gpu[1].ptr() } else { 0 };
+        let rows_per_block = 256 / 32;
+        device
+            .launch(
+                "layer_norm_warp",
+                Launch {
+                    grid: [rows.div_ceil(rows_per_block) as u32, 1, 1],
+                    block: [256, 1, 1],
+                    shared_bytes: 0,
+                },
+                &[
+                    KernelArg::Ptr(out.ptr()),
+                    KernelArg::Ptr(gpu[0].ptr()),
+                    KernelArg::Ptr(gpu[2].ptr()),
+                    KernelArg::F32(alpha),
+                    KernelArg::Ptr(skip_ptr),
+                    KernelArg::Ptr(gpu[3].ptr()),
+                    KernelArg::Ptr(gpu[4].ptr()),
+                    KernelArg::F32(1e-6),
+                    KernelArg::I32(rows as i32),
+                    KernelArg::I32(cols as i32),
+                ],
+            )
+            .unwrap();
+        let got = download(&device, &out, rows * cols);
+        let mut worst = 0.0f64;
+        for r in 0..rows {
+            let v: Vec<f64> = (0..cols)
+                .map(|c| {
+                    f64::from(input[r * cols + c] + bias[c]) * f64::from(alpha)
+                        + if with_skip {
+                            f64::from(skip[r * cols + c])
+                        } else {
+                            0.0
+                        }
+                })
+                .collect();
+            let mean = v.iter().sum::<f64>() / cols as f64;
+            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / cols as f64;
+            for c in 0..cols {
+                let want =
+                    (v[c] - mean) / (var + 1e-6).sqrt() * f64::from(gamma[c]) + f64::from(beta[c]);
+                worst = worst.max((f64::from(got[r * cols + c]) - want).abs());
+            }
+        }
+        assert!(worst < 1e-2, "case {case}: max abs error {worst}");
+        eprintln!("layer_norm_warp case {case} ({rows}x{cols}): max abs error {worst:.2e}");
+    }
+}

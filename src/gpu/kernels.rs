@@ -33,8 +33,8 @@ pub const CUDA_ONLY_KERNEL_NAMES: [&str; 3] = [
     "attention_mma_d64",
 ];
 
-/// The widest row `layer_norm_warp` takes (32 values per lane of a 32-wide warp).
-pub const WARP_NORM_MAX_COLS: usize = 1024;
+/// The widest row `layer_norm_warp` takes (64 values per lane of a 32-wide warp).
+pub const WARP_NORM_MAX_COLS: usize = 2048;
 
 /// Threads per block of the attention kernels (`ATTENTION_THREADS` in hip/kernels.hip).
 pub const ATTENTION_THREADS: u32 = 128;

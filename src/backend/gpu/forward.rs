@@ -78,6 +78,12 @@ impl Shapes {
 
     /// Checks the limits of the kernels (attention head depths, layer-norm row width).
     pub fn check_supported(&self) -> GpuResult<()> {
+        if !self.d_model.is_multiple_of(8) || !self.embedding.is_multiple_of(2) {
+            return Err(GpuError::Unsupported(format!(
+                "model width {} / embedding {} (the kernels need multiples of 8 / 2)",
+                self.d_model, self.embedding
+            )));
+        }
         if attention_kernel(self.depth, false).is_none() {
             return Err(GpuError::Unsupported(format!(
                 "head depth {} (the attention kernel has 16, 32 and 64)",
@@ -324,34 +330,53 @@ impl Forward<'_> {
         rows: usize,
         cols: usize,
     ) -> GpuResult<()> {
-        let mut args = vec![
-            KernelArg::Ptr(out),
-            KernelArg::Ptr(input),
-            KernelArg::Ptr(bias.unwrap_or(0)),
-            KernelArg::I32(activation_code(act)),
-            KernelArg::F32(alpha),
-            KernelArg::Ptr(skip.unwrap_or(0)),
+        let (gamma, beta) = (
             KernelArg::Ptr(ln.gamma.ptr()),
             KernelArg::Ptr(ln.beta.ptr()),
-            KernelArg::F32(ln.eps),
-        ];
-        if cols <= WARP_NORM_MAX_COLS {
-            // One warp per row.
+        );
+        let (bias, skip) = (
+            KernelArg::Ptr(bias.unwrap_or(0)),
+            KernelArg::Ptr(skip.unwrap_or(0)),
+        );
+        if act == Activation::Identity && cols <= WARP_NORM_MAX_COLS && cols.is_multiple_of(2) {
+            // One warp per row, no activation.
             let rows_per_block = (ROW_THREADS / self.device.info().warp_size) as usize;
-            args.extend([KernelArg::I32(rows as i32), KernelArg::I32(cols as i32)]);
             let launch = Launch {
                 grid: [rows.div_ceil(rows_per_block) as u32, 1, 1],
                 block: [ROW_THREADS, 1, 1],
                 shared_bytes: 0,
             };
+            let args = [
+                KernelArg::Ptr(out),
+                KernelArg::Ptr(input),
+                bias,
+                KernelArg::F32(alpha),
+                skip,
+                gamma,
+                beta,
+                KernelArg::F32(ln.eps),
+                KernelArg::I32(rows as i32),
+                KernelArg::I32(cols as i32),
+            ];
             return self.device.launch("layer_norm_warp", launch, &args);
         }
-        args.push(KernelArg::I32(cols as i32));
         let launch = Launch {
             grid: [rows as u32, 1, 1],
             block: [ROW_THREADS, 1, 1],
             shared_bytes: (cols * size_of::<f32>()) as u32,
         };
+        let args = [
+            KernelArg::Ptr(out),
+            KernelArg::Ptr(input),
+            bias,
+            KernelArg::I32(activation_code(act)),
+            KernelArg::F32(alpha),
+            skip,
+            gamma,
+            beta,
+            KernelArg::F32(ln.eps),
+            KernelArg::I32(cols as i32),
+        ];
         self.device.launch("layer_norm", launch, &args)
     }
 
