@@ -1,6 +1,30 @@
 // lc0rs kernels for attention-body networks: fp16 storage, fp32 arithmetic.
 // Shapes: tokens are rows (position·64 + square), channels are columns, row-major.
 
+// 8 halves (16 bytes) at a time; both addresses 16-byte aligned.
+static __device__ __forceinline__ void copy8(__half* dst, const __half* src) {
+  *(uint4*)dst = *(const uint4*)src;
+}
+
+static __device__ __forceinline__ void load8(const __half* src, float* out) {
+  const uint4 raw = *(const uint4*)src;
+  const __half2* h = (const __half2*)&raw;
+  #pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = __half22float2(h[i]);
+    out[2 * i] = f.x;
+    out[2 * i + 1] = f.y;
+  }
+}
+
+static __device__ __forceinline__ void store8(__half* dst, const float* in) {
+  uint4 raw;
+  __half2* h = (__half2*)&raw;
+  #pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(in[2 * i], in[2 * i + 1]);
+  *(uint4*)dst = raw;
+}
+
 // Tokens for the embedding: the 112 input planes of each square followed by `extra_width`
 // values: PE_MAP's positional encoding (extra_batch_stride 0, [64][64]) or PE_DENSE's
 // preprocessed features ([batch][64·extra_width]).
@@ -33,10 +57,30 @@ KERNEL void pe_dense_input(const u64* __restrict__ masks, const float* __restric
   }
 }
 
-// x = act(x + bias) over [rows][cols]; bias may be null.
+// x = act(x + bias) over [rows][cols]; bias may be null. Rows of a multiple of 8 values go 8 at a
+// time (16-byte accesses); others one by one.
 KERNEL void bias_activation(__half* __restrict__ x, const __half* __restrict__ bias, long rows, int cols, int act) {
   const long total = rows * cols;
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
+  const long step = (long)gridDim.x * blockDim.x;
+  if ((cols & 7) == 0) {
+    const long chunks = total / 8;
+    const int row_chunks = cols / 8;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < chunks; i += step) {
+      float v[8];
+      load8(x + i * 8, v);
+      if (bias) {
+        float b[8];
+        load8(bias + (int)(i % row_chunks) * 8, b);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] += b[j];
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = activate(v[j], act);
+      store8(x + i * 8, v);
+    }
+    return;
+  }
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += step) {
     float v = __half2float(x[i]);
     if (bias) v += __half2float(bias[i % cols]);
     x[i] = __float2half(activate(v, act));
@@ -83,90 +127,68 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
   }
 }
 
-// out = LN((in + bias)·alpha + skip) for rows of at most 64·WARP_SIZE values (an even count):
-// one warp per row, the row in registers (read as half2), shuffles for the sums, no block
-// barriers; blockDim.x / WARP_SIZE rows per block. No activation: rows that need one take
-// layer_norm.
+// out = LN((in + bias)·alpha + skip) for rows of a multiple of 8 values, at most 64·WARP_SIZE:
+// one warp per row, the row in registers (read 8 halves at a time), shuffles for the sums, no
+// block barriers; blockDim.x / WARP_SIZE rows per block. No activation: rows that need one
+// take layer_norm.
 KERNEL void layer_norm_warp(__half* out, const __half* in, const __half* __restrict__ bias, float alpha,
                             const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta,
                             float eps, int rows, int cols) {
   const int lane = threadIdx.x % WARP_SIZE;
-  const long row = (long)blockIdx.x * (blockDim.x / WARP_SIZE) + threadIdx.x / WARP_SIZE;
+  const int row = blockIdx.x * (blockDim.x / WARP_SIZE) + threadIdx.x / WARP_SIZE;
   if (row >= rows) return;
-  const int pairs = cols / 2;
-  const __half2* in2 = (const __half2*)(in + row * cols);
-  const __half2* skip2 = skip ? (const __half2*)(skip + row * cols) : 0;
-  const __half2* bias2 = (const __half2*)bias;
-  float2 v[32];
+  const int chunks = cols / 8;
+  const long base = (long)row * cols;
+  float v[8][8];
   float sum = 0.f;
   #pragma unroll
-  for (int i = 0; i < 32; ++i) {
-    const int p = lane + i * WARP_SIZE;
-    v[i] = make_float2(0.f, 0.f);
-    if (p < pairs) {
-      float2 x = __half22float2(in2[p]);
-      if (bias2) {
-        const float2 b = __half22float2(bias2[p]);
-        x.x += b.x;
-        x.y += b.y;
+  for (int i = 0; i < 8; ++i) {
+    const int c = (lane + i * WARP_SIZE) * 8;
+    if (c < cols) {
+      load8(in + base + c, v[i]);
+      float extra[8];
+      if (bias) {
+        load8(bias + c, extra);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[i][j] += extra[j];
       }
-      x.x *= alpha;
-      x.y *= alpha;
-      if (skip2) {
-        const float2 k = __half22float2(skip2[p]);
-        x.x += k.x;
-        x.y += k.y;
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[i][j] *= alpha;
+      if (skip) {
+        load8(skip + base + c, extra);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[i][j] += extra[j];
       }
-      v[i] = x;
-      sum += x.x + x.y;
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) sum += v[i][j];
     }
   }
   const float mean = warp_sum(sum) / cols;
   float var = 0.f;
   #pragma unroll
-  for (int i = 0; i < 32; ++i) {
-    if (lane + i * WARP_SIZE < pairs) var += (v[i].x - mean) * (v[i].x - mean) + (v[i].y - mean) * (v[i].y - mean);
+  for (int i = 0; i < 8; ++i) {
+    if (lane + i * WARP_SIZE < chunks) {
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) var += (v[i][j] - mean) * (v[i][j] - mean);
+    }
   }
   const float inv = rsqrtf(warp_sum(var) / cols + eps);
-  __half2* out2 = (__half2*)(out + row * cols);
-  const __half2* g2 = (const __half2*)gamma;
-  const __half2* b2 = (const __half2*)beta;
   #pragma unroll
-  for (int i = 0; i < 32; ++i) {
-    const int p = lane + i * WARP_SIZE;
-    if (p < pairs) {
-      const float2 g = __half22float2(g2[p]), be = __half22float2(b2[p]);
-      out2[p] = __floats2half2_rn((v[i].x - mean) * inv * g.x + be.x, (v[i].y - mean) * inv * g.y + be.y);
+  for (int i = 0; i < 8; ++i) {
+    const int c = (lane + i * WARP_SIZE) * 8;
+    if (c < cols) {
+      float g[8], b[8];
+      load8(gamma + c, g);
+      load8(beta + c, b);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[i][j] = (v[i][j] - mean) * inv * g[j] + b[j];
+      store8(out + base + c, v[i]);
     }
   }
 }
 
 // Threads per block of the attention kernels (the Rust side's ATTENTION_THREADS).
 #define ATTENTION_THREADS 128
-
-// 8 halves (16 bytes) at a time; both addresses 16-byte aligned.
-static __device__ __forceinline__ void copy8(__half* dst, const __half* src) {
-  *(uint4*)dst = *(const uint4*)src;
-}
-
-static __device__ __forceinline__ void load8(const __half* src, float* out) {
-  const uint4 raw = *(const uint4*)src;
-  const __half2* h = (const __half2*)&raw;
-  #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 f = __half22float2(h[i]);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
-
-static __device__ __forceinline__ void store8(__half* dst, const float* in) {
-  uint4 raw;
-  __half2* h = (__half2*)&raw;
-  #pragma unroll
-  for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(in[2 * i], in[2 * i + 1]);
-  *(uint4*)dst = raw;
-}
 
 // Copies head h's Q, K and V rows of one position (64 × DEPTH each) into shared memory with
 // row stride LD (a multiple of 8), 16 bytes per load.

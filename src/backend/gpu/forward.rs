@@ -338,7 +338,7 @@ impl Forward<'_> {
             KernelArg::Ptr(bias.unwrap_or(0)),
             KernelArg::Ptr(skip.unwrap_or(0)),
         );
-        if act == Activation::Identity && cols <= WARP_NORM_MAX_COLS && cols.is_multiple_of(2) {
+        if act == Activation::Identity && cols <= WARP_NORM_MAX_COLS && cols.is_multiple_of(8) {
             // One warp per row, no activation.
             let rows_per_block = (ROW_THREADS / self.device.info().warp_size) as usize;
             let launch = Launch {
