@@ -85,6 +85,10 @@ enum Command {
         /// Print one JSON object per batch size.
         #[arg(long)]
         json: bool,
+        /// Also compare the residual stream after the embedding and each encoder layer (on
+        /// the first 64 positions), to find where an error starts.
+        #[arg(long)]
+        layers: bool,
     },
     /// lc0's backend benchmark: positions per second at each batch size, as CSV.
     Backendbench {
@@ -190,7 +194,8 @@ fn run(cli: Cli) -> Result<()> {
             batch,
             seed,
             json,
-        } => selftest(&net, positions, &batch, seed, json),
+            layers,
+        } => selftest(&net, positions, &batch, seed, json, layers),
         Command::Backendbench {
             net,
             batches,
@@ -336,6 +341,7 @@ fn selftest(
     batches: &[usize],
     seed: u64,
     json: bool,
+    layers: bool,
 ) -> Result<()> {
     use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
     anyhow::ensure!(
@@ -375,6 +381,33 @@ fn selftest(
         }
         if !e.passed() {
             failed.push(batch);
+        }
+    }
+    if layers {
+        let planes: Vec<_> = encoded.iter().take(64).map(|e| e.planes).collect();
+        let got = backend
+            .layer_outputs(&planes)?
+            .context("this backend cannot report layer outputs")?;
+        let want = oracle
+            .layer_outputs(&planes)?
+            .context("the cpu oracle reports layer outputs")?;
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let name = if i == 0 {
+                "embedding".to_owned()
+            } else {
+                format!("encoder {}", i - 1)
+            };
+            let max = g
+                .iter()
+                .zip(w)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            let diff: f64 = g.iter().zip(w).map(|(a, b)| f64::from(a - b).powi(2)).sum();
+            let norm: f64 = w.iter().map(|b| f64::from(*b).powi(2)).sum();
+            println!(
+                "{name:<12} max|d| {max:.3e}  rel-L2 {:.3e}",
+                (diff / norm.max(1e-30)).sqrt()
+            );
         }
     }
     anyhow::ensure!(
@@ -487,6 +520,9 @@ fn backendbench(
         println!("{}", stats.row());
         printed += 1;
     })?;
+    if let Some(memory) = backend.memory_report() {
+        eprintln!("{memory}");
+    }
     if profile {
         let report = backend
             .profile_report()

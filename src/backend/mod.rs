@@ -118,8 +118,17 @@ pub trait Backend: Send + Sync {
     fn profile_report(&self) -> Option<Vec<(String, f64, usize)>> {
         None
     }
+    /// A line about the device memory in use, for GPU backends.
+    fn memory_report(&self) -> Option<String> {
+        None
+    }
     /// Forgets the profile so far (backendbench calls it after its warm-up).
     fn reset_profile(&self) {}
+    /// The residual stream (`[batch·64][E]`) after the embedding and after each encoder layer,
+    /// for `selftest --layers`; `None` where a backend cannot expose it.
+    fn layer_outputs(&self, _batch: &[InputPlanes]) -> Result<Option<Vec<Vec<f32>>>, BackendError> {
+        Ok(None)
+    }
 }
 
 /// The probabilities of the legal moves: softmax of their logits at `temperature`, as lc0

@@ -197,6 +197,8 @@ pub trait GpuDevice: Send + Sync {
     /// Fills `bytes` at `dst` with the byte `value`.
     fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()>;
     fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()>;
+    /// Device memory (used, total) in bytes, for every process on the device.
+    fn memory(&self) -> GpuResult<(usize, usize)>;
     /// Whether a kernel was compiled for this device (vendor-only fast paths).
     fn has_kernel(&self, kernel: &str) -> bool;
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()>;

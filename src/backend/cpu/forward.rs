@@ -37,6 +37,18 @@ pub fn forward(net: &Network, inputs: &[InputPlanes], with_moves_left: bool) -> 
     }
 }
 
+/// The residual stream after the embedding and after each encoder layer.
+pub fn residual_streams(net: &Network, inputs: &[InputPlanes]) -> Vec<Vec<f32>> {
+    let n = inputs.len();
+    let mut x = embed(net, inputs);
+    let mut out = vec![x.clone()];
+    for layer in &net.encoders {
+        x = encoder_layer(net, layer, x, n);
+        out.push(x.clone());
+    }
+    out
+}
+
 /// `plane[c][s]` of one position.
 fn plane_value(planes: &InputPlanes, c: usize, s: usize) -> f32 {
     let p = &planes[c];

@@ -105,4 +105,10 @@ impl Backend for CpuBackend {
             .pool
             .install(|| forward::forward(&self.network, batch, self.moves_left)))
     }
+
+    fn layer_outputs(&self, batch: &[InputPlanes]) -> Result<Option<Vec<Vec<f32>>>, BackendError> {
+        Ok(Some(self.pool.install(|| {
+            forward::residual_streams(&self.network, batch)
+        })))
+    }
 }

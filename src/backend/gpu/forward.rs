@@ -113,7 +113,7 @@ pub struct Buffers {
     pe_dense_in: Option<GpuBuffer>,
     pe_dense_out: Option<GpuBuffer>,
     tokens: GpuBuffer,
-    x: GpuBuffer,
+    pub x: GpuBuffer,
     qkv: GpuBuffer,
     ctx: GpuBuffer,
     tmp: GpuBuffer,
@@ -389,7 +389,7 @@ impl Forward<'_> {
         self.op("value+mlh heads", || self.value_and_moves_left(n))
     }
 
-    fn embed(&self, n: usize) -> GpuResult<()> {
+    pub fn embed(&self, n: usize) -> GpuResult<()> {
         let (b, s, net) = (self.buffers, self.shapes, self.net);
         let rows = n * SQUARES;
         let inputs = [
@@ -483,7 +483,7 @@ impl Forward<'_> {
         Ok(())
     }
 
-    fn encoder(&self, index: usize, n: usize) -> GpuResult<()> {
+    pub fn encoder(&self, index: usize, n: usize) -> GpuResult<()> {
         let (b, s) = (self.buffers, self.shapes);
         let layer = &self.net.encoders[index];
         let rows = n * SQUARES;

@@ -222,6 +222,29 @@ impl GpuBackend {
         Ok(())
     }
 
+    /// The residual stream after the embedding and after each encoder layer (eager passes).
+    fn residual_streams(&self, batch: &[InputPlanes]) -> GpuResult<Vec<Vec<f32>>> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let n = batch.len();
+        upload_inputs(self.device.as_ref(), &state.buffers, batch)?;
+        let forward = self.forward(&state.buffers, None);
+        let download_x = || -> GpuResult<Vec<f32>> {
+            let mut bytes = vec![0u8; n * 64 * self.shapes.embedding * 2];
+            self.device.download(state.buffers.x.ptr(), &mut bytes)?;
+            Ok(bytes
+                .chunks_exact(2)
+                .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect())
+        };
+        forward.embed(n)?;
+        let mut out = vec![download_x()?];
+        for layer in 0..self.net.encoders.len() {
+            forward.encoder(layer, n)?;
+            out.push(download_x()?);
+        }
+        Ok(out)
+    }
+
     fn outputs(&self, state: &State, n: usize) -> GpuResult<BatchOutput> {
         let mut policy = vec![0u8; n * POLICY_SIZE * 4];
         let mut finished = vec![0u8; n * 3 * 4];
@@ -264,12 +287,43 @@ impl Backend for GpuBackend {
         self.format.input
     }
 
+    fn memory_report(&self) -> Option<String> {
+        let mib = |b: usize| b as f64 / (1u64 << 20) as f64;
+        let buffers = self.buffer_bytes();
+        Some(match self.device.memory() {
+            Ok((used, total)) => format!(
+                "device memory: {:.0} MiB in use of {:.0} MiB (activation buffers for max_batch {}: {:.0} MiB)",
+                mib(used),
+                mib(total),
+                self.options.max_batch,
+                mib(buffers)
+            ),
+            Err(e) => format!("device memory unknown: {e}"),
+        })
+    }
+
     fn reset_profile(&self) {
         self.state
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .profile
             .clear();
+    }
+
+    fn layer_outputs(&self, batch: &[InputPlanes]) -> Result<Option<Vec<Vec<f32>>>, BackendError> {
+        if batch.len() > self.options.max_batch {
+            return Err(BackendError::BatchTooLarge {
+                backend: self.name.clone(),
+                size: batch.len(),
+                max: self.options.max_batch,
+            });
+        }
+        self.residual_streams(batch)
+            .map(Some)
+            .map_err(|error| BackendError::Gpu {
+                backend: self.name.clone(),
+                error,
+            })
     }
 
     fn profile_report(&self) -> Option<Vec<(String, f64, usize)>> {

@@ -257,6 +257,15 @@ impl GpuDevice for CudaDevice {
             .map_err(call_error("cuLaunchKernel"))
     }
 
+    fn memory(&self) -> GpuResult<(usize, usize)> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(call_error("cuCtxSetCurrent"))?;
+        let (free, total) =
+            cudarc::driver::result::mem_get_info().map_err(call_error("cuMemGetInfo"))?;
+        Ok((total - free, total))
+    }
+
     fn has_kernel(&self, kernel: &str) -> bool {
         self.functions.contains_key(kernel)
     }
