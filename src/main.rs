@@ -135,15 +135,24 @@ struct NetArgs {
     /// Weights file, `preset:NAME` or `bundled:NAME`; default: the bundled tiny net.
     #[arg(short = 'w', long = "weights")]
     weights: Option<String>,
-    /// Backend name.
-    #[arg(short = 'b', long = "backend", default_value = "cpu", value_parser = clap::builder::PossibleValuesParser::new(BACKEND_NAMES))]
-    backend: String,
+    /// Backend name; default: the best one present (cuda-fp16 with a usable NVIDIA GPU, else
+    /// cpu).
+    #[arg(short = 'b', long = "backend", value_parser = clap::builder::PossibleValuesParser::new(BACKEND_NAMES))]
+    backend: Option<String>,
     /// Backend options, `key=value,key2=value2`.
     #[arg(short = 'o', long = "backend-opts", default_value = "")]
     backend_opts: String,
 }
 
 impl NetArgs {
+    /// `-b`, or the best backend present.
+    fn backend_name(&self) -> String {
+        self.backend.clone().unwrap_or_else(|| {
+            let gpu = matches!(lc0rs::gpu::cuda::device_count(), Ok(n) if n > 0);
+            if gpu { "cuda-fp16" } else { "cpu" }.to_owned()
+        })
+    }
+
     fn network(&self) -> Result<lc0rs::weights::Network> {
         let source = NetSource::parse(self.weights.as_deref())?;
         let name = source.display_name();
@@ -158,7 +167,7 @@ impl NetArgs {
 
     fn create_backend(&self) -> Result<Box<dyn lc0rs::backend::Backend>> {
         Ok(create_backend(
-            &self.backend,
+            &self.backend_name(),
             self.network()?,
             &self.backend_opts,
         )?)
@@ -351,13 +360,13 @@ fn selftest(
     let network = net.network()?;
     let largest = batches.iter().copied().max().unwrap_or(1);
     let count = positions.max(largest);
-    let backend = create_backend(&net.backend, network.clone(), &net.backend_opts)?;
+    let backend = create_backend(&net.backend_name(), network.clone(), &net.backend_opts)?;
     let oracle = create_backend("cpu", network, "")?;
     let histories = random_histories(count, seed);
     let encoded = encode_all(&histories, backend.as_ref());
     eprintln!(
         "selftest: {} vs cpu on {count} random positions",
-        net.backend
+        net.backend_name()
     );
     let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64)?;
     let mut failed = Vec::new();

@@ -322,3 +322,31 @@ fn warp_layer_norm_kernel_matches_cpu() {
         eprintln!("layer_norm_warp case {case} ({rows}x{cols}): max abs error {worst:.2e}");
     }
 }
+
+/// A net with the paths the bundled ones do not take: ReLU default activation (fused into
+/// the GEMM epilogue), SELU FFN, tanh smolgen, scalar value, no moves-left head, no gating.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn relu_scalar_variant_matches_cpu() {
+    use lc0rs::netgen::{generate, preset};
+    let mut arch = preset("tiny").unwrap();
+    arch.format.default_activation = Activation::Relu;
+    arch.format.smolgen_activation = Activation::Tanh;
+    arch.format.ffn_activation = Activation::Selu;
+    arch.format.wdl = false;
+    arch.format.moves_left = false;
+    arch.gating = false;
+    let network = generate(&arch, 21);
+    let oracle = create_backend("cpu", network.clone(), "").unwrap();
+    for options in ["gemm=lt", "gemm=blas"] {
+        let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();
+        let histories = random_histories(64, 9);
+        let encoded = encode_all(&histories, backend.as_ref());
+        let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
+        let got = evaluate_in_batches(backend.as_ref(), &encoded, 16).unwrap();
+        let e = compare(&histories, &encoded, &got, &want, 16);
+        eprintln!("relu variant {options}: {e:?}");
+        assert!(e.passed(), "{options}: {e:?}");
+        assert!(got.m.iter().all(|&m| m == 0.0) && got.d.iter().all(|&d| d == 0.0));
+    }
+}

@@ -106,11 +106,13 @@ impl Launch {
     }
 }
 
-/// What the GEMM epilogue applies to `X·Wᵀ`.
+/// What a dense layer applies after `X·Wᵀ (+ bias)`: nothing, ReLU or GELU. On the Lt path
+/// these are cuBLASLt/hipBLASLt epilogues; on the BLAS path a kernel (ReLU only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Epilogue {
     None,
-    Bias,
+    Relu,
+    Gelu,
 }
 
 /// Which GEMM library runs the dense layers (`gemm=blas|lt`).
@@ -133,7 +135,8 @@ impl GemmPath {
 }
 
 /// A dense layer on fp16 row-major data: `Y[m][n] = X[m][k] · W[n][k]ᵀ (+ bias[n])`, with
-/// leading dimensions (row strides, in elements) `ldx ≥ k` and `ldy ≥ n`. fp32 accumulation.
+/// leading dimensions (row strides, in elements) `ldx ≥ k` and `ldy ≥ n`, then `epilogue`.
+/// fp32 accumulation.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Linear {
     pub m: usize,
@@ -145,6 +148,7 @@ pub struct Linear {
     pub y: DevicePtr,
     pub ldy: usize,
     pub bias: Option<DevicePtr>,
+    pub epilogue: Epilogue,
 }
 
 /// Per-batch products on fp16 row-major data: for each `i < batch`,

@@ -13,8 +13,8 @@ use crate::gpu::kernels::{
     ATTENTION_THREADS, WARP_NORM_MAX_COLS, activation_code, attention_kernel,
 };
 use crate::gpu::{
-    BatchedProduct, DevicePtr, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuResult, KernelArg,
-    Launch, Linear,
+    BatchedProduct, DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuResult,
+    KernelArg, Launch, Linear,
 };
 use crate::weights::format::{Activation, NetFormat};
 use crate::weights::network::Network;
@@ -268,6 +268,18 @@ impl Forward<'_> {
         rows: usize,
         bias: bool,
     ) -> GpuResult<()> {
+        self.linear_with(layer, x, y, rows, bias, Epilogue::None)
+    }
+
+    fn linear_with(
+        &self,
+        layer: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        rows: usize,
+        bias: bool,
+        epilogue: Epilogue,
+    ) -> GpuResult<()> {
         let op = Linear {
             m: rows,
             n: layer.outputs,
@@ -278,12 +290,13 @@ impl Forward<'_> {
             y,
             ldy: layer.outputs,
             bias: if bias { layer.bias() } else { None },
+            epilogue,
         };
         self.device.linear(self.gemm, &op)
     }
 
-    /// `y = act(x·Wᵀ + b)`: the bias in the GEMM epilogue on the Lt path, in the activation
-    /// kernel on the BLAS path.
+    /// `y = act(x·Wᵀ + b)`. ReLU (and the bias) go into the GEMM's epilogue; other
+    /// activations are a pass over `y` (with the bias on the BLAS path, which has no epilogue).
     fn dense_act(
         &self,
         layer: &DenseGpu,
@@ -292,20 +305,24 @@ impl Forward<'_> {
         rows: usize,
         act: Activation,
     ) -> GpuResult<()> {
-        let fused_bias = self.gemm == GemmPath::Lt || act == Activation::Identity;
-        self.linear(layer, x, y, rows, fused_bias)?;
-        if act == Activation::Identity {
-            return Ok(());
+        if matches!(act, Activation::Identity | Activation::Relu) {
+            let epilogue = if act == Activation::Relu {
+                Epilogue::Relu
+            } else {
+                Epilogue::None
+            };
+            return self.linear_with(layer, x, y, rows, true, epilogue);
         }
+        let fused_bias = self.gemm == GemmPath::Lt;
+        self.linear(layer, x, y, rows, fused_bias)?;
         let bias = if fused_bias {
             0
         } else {
             layer.bias().unwrap_or(0)
         };
-        let elements = rows * layer.outputs;
         self.device.launch(
             "bias_activation",
-            Launch::elements(elements),
+            Launch::elements(rows * layer.outputs / 8),
             &[
                 KernelArg::Ptr(y),
                 KernelArg::Ptr(bias),

@@ -12,7 +12,7 @@ use cudarc::cublaslt::sys;
 use cudarc::driver::sys::{CUevent_flags, CUstreamCaptureStatus};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
 
-use crate::gpu::{GpuError, GpuResult, Linear};
+use crate::gpu::{Epilogue, GpuError, GpuResult, Linear};
 
 /// cuBLASLt's workspace on Hopper-class GPUs (cudarc uses the same).
 const WORKSPACE_BYTES: usize = 32 << 20;
@@ -43,6 +43,7 @@ struct PlanKey {
     ldx: usize,
     ldy: usize,
     bias: bool,
+    epilogue: Epilogue,
 }
 
 struct Plan {
@@ -93,6 +94,7 @@ impl LtCache {
             ldx: op.ldx,
             ldy: op.ldy,
             bias: op.bias.is_some(),
+            epilogue: op.epilogue,
         };
         if !self.plans.contains_key(&key) {
             let plan = self.make_plan(ctx, stream, key, op)?;
@@ -164,13 +166,21 @@ impl LtCache {
             (&transpose as *const i32).cast(),
             size_of::<i32>(),
         )?;
+        use sys::cublasLtEpilogue_t as E;
+        let epilogue = match (key.bias, key.epilogue) {
+            (false, Epilogue::None) => E::CUBLASLT_EPILOGUE_DEFAULT,
+            (false, Epilogue::Relu) => E::CUBLASLT_EPILOGUE_RELU,
+            (false, Epilogue::Gelu) => E::CUBLASLT_EPILOGUE_GELU,
+            (true, Epilogue::None) => E::CUBLASLT_EPILOGUE_BIAS,
+            (true, Epilogue::Relu) => E::CUBLASLT_EPILOGUE_RELU_BIAS,
+            (true, Epilogue::Gelu) => E::CUBLASLT_EPILOGUE_GELU_BIAS,
+        } as u32;
+        set(
+            sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_EPILOGUE,
+            (&epilogue as *const u32).cast(),
+            size_of::<u32>(),
+        )?;
         if key.bias {
-            let epilogue = sys::cublasLtEpilogue_t::CUBLASLT_EPILOGUE_BIAS as u32;
-            set(
-                sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_EPILOGUE,
-                (&epilogue as *const u32).cast(),
-                size_of::<u32>(),
-            )?;
             let bias_type = f16 as i32;
             set(
                 sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,

@@ -19,8 +19,8 @@ use cudarc::driver::{
 };
 
 use super::{
-    BatchedProduct, DeviceInfo, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph, GpuResult,
-    KernelArg, Launch, Linear,
+    BatchedProduct, DeviceInfo, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph,
+    GpuResult, KernelArg, Launch, Linear,
 };
 
 fn call_error(call: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError {
@@ -279,28 +279,36 @@ impl GpuDevice for CudaDevice {
             ),
             GemmPath::Blas => {
                 self.gemm_ex(op)?;
-                match op.bias {
-                    None => Ok(()),
-                    Some(bias) => {
-                        if op.ldy != op.n {
-                            return Err(GpuError::Unsupported(
-                                "a bias on a strided GEMM output".to_owned(),
-                            ));
-                        }
-                        let elements = op.m * op.n;
-                        self.launch(
-                            "bias_activation",
-                            Launch::elements(elements),
-                            &[
-                                KernelArg::Ptr(op.y),
-                                KernelArg::Ptr(bias),
-                                KernelArg::I64(op.m as i64),
-                                KernelArg::I32(op.n as i32),
-                                KernelArg::I32(0),
-                            ],
-                        )
+                let act = match op.epilogue {
+                    Epilogue::None => 0,
+                    Epilogue::Relu => {
+                        super::kernels::activation_code(crate::weights::format::Activation::Relu)
                     }
+                    Epilogue::Gelu => {
+                        return Err(GpuError::Unsupported(
+                            "a GELU epilogue on the BLAS path".to_owned(),
+                        ));
+                    }
+                };
+                if op.bias.is_none() && act == 0 {
+                    return Ok(());
                 }
+                if op.ldy != op.n {
+                    return Err(GpuError::Unsupported(
+                        "a bias or activation on a strided GEMM output".to_owned(),
+                    ));
+                }
+                self.launch(
+                    "bias_activation",
+                    Launch::elements(op.m * op.n / 8),
+                    &[
+                        KernelArg::Ptr(op.y),
+                        KernelArg::Ptr(op.bias.unwrap_or(0)),
+                        KernelArg::I64(op.m as i64),
+                        KernelArg::I32(op.n as i32),
+                        KernelArg::I32(act),
+                    ],
+                )
             }
         }
     }
