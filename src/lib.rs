@@ -11,5 +11,6 @@ pub mod evaluate;
 pub mod gpu;
 pub mod netgen;
 pub mod netsource;
+pub mod profile;
 pub mod selftest;
 pub mod weights;

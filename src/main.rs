@@ -112,10 +112,20 @@ enum Command {
         /// Print the CSV header only once.
         #[arg(long)]
         header_only_once: bool,
-        /// Time every GPU operation with device events and print where the time goes (to
-        /// stderr; runs without graphs). Pass `-o profile=true` as well on GPU backends.
+        /// Time every GPU operation with device events and print where the time goes, by
+        /// operation and by layer (to stderr). Profiled passes run without graphs.
         #[arg(long)]
         profile: bool,
+        /// Write a Chrome/Perfetto trace of the profiled passes (implies profiling).
+        #[arg(long, value_name = "FILE.json")]
+        trace: Option<PathBuf>,
+        /// Write the time breakdown as an SVG bar chart (implies profiling).
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
+        /// Run the benchmark once per option set and print positions/s side by side, e.g.
+        /// `gemm=blas,gemm=lt` (join several keys of one set with `+`).
+        #[arg(long, value_name = "SETS")]
+        compare: Option<String>,
     },
     /// List the GPU runtimes found and their GPUs, or why there are none.
     Devices,
@@ -215,6 +225,9 @@ fn run(cli: Cli) -> Result<()> {
             fen,
             header_only_once,
             profile,
+            trace,
+            plot,
+            compare,
         } => {
             let config = lc0rs::bench::BenchConfig {
                 batches: batches as usize,
@@ -223,7 +236,15 @@ fn run(cli: Cli) -> Result<()> {
                 batch_step: batch_step as usize,
                 threads: threads as usize,
             };
-            backendbench(&net, &config, fen.as_deref(), header_only_once, profile)
+            let outputs = ProfileOutputs {
+                table: profile,
+                trace,
+                plot,
+            };
+            match compare {
+                Some(sets) => compare_backends(&net, &config, fen.as_deref(), &sets),
+                None => backendbench(&net, &config, fen.as_deref(), header_only_once, &outputs),
+            }
         }
         Command::Devices => {
             devices();
@@ -485,13 +506,20 @@ fn compile_kernels(arch: &str) -> Result<()> {
     Ok(())
 }
 
-fn backendbench(
-    net: &NetArgs,
-    config: &lc0rs::bench::BenchConfig,
-    fen: Option<&str>,
-    header_only_once: bool,
-    profile: bool,
-) -> Result<()> {
+/// What `backendbench` reports from profiled passes.
+struct ProfileOutputs {
+    table: bool,
+    trace: Option<PathBuf>,
+    plot: Option<PathBuf>,
+}
+
+impl ProfileOutputs {
+    fn wanted(&self) -> bool {
+        self.table || self.trace.is_some() || self.plot.is_some()
+    }
+}
+
+fn check_bench_config(config: &lc0rs::bench::BenchConfig) -> Result<()> {
     anyhow::ensure!(
         config.start_batch_size <= config.max_batch_size,
         "--start-batch-size {} is larger than --max-batch-size {}",
@@ -502,17 +530,56 @@ fn backendbench(
         config.batches > config.threads,
         "--batches must exceed --threads (each thread's first batch is not timed)"
     );
-    let history = match fen {
+    Ok(())
+}
+
+fn bench_position(fen: Option<&str>) -> Result<PositionHistory> {
+    Ok(match fen {
         None => PositionHistory::startpos(),
         Some(fen) => PositionHistory::from_fen(fen)?,
-    };
-    let backend = net.create_backend()?;
+    })
+}
+
+/// Creates the backend with `extra` options appended to `-o`.
+fn bench_backend(
+    net: &NetArgs,
+    extra: &str,
+    config: &lc0rs::bench::BenchConfig,
+) -> Result<Box<dyn lc0rs::backend::Backend>> {
+    let options = [net.backend_opts.as_str(), extra]
+        .into_iter()
+        .filter(|o| !o.is_empty())
+        .collect::<Vec<_>>()
+        .join(",");
+    let backend = create_backend(&net.backend_name(), net.network()?, &options)?;
     anyhow::ensure!(
         config.max_batch_size <= backend.attributes().max_batch,
         "--max-batch-size {} exceeds the backend's max_batch {}",
         config.max_batch_size,
         backend.attributes().max_batch
     );
+    Ok(backend)
+}
+
+fn backendbench(
+    net: &NetArgs,
+    config: &lc0rs::bench::BenchConfig,
+    fen: Option<&str>,
+    header_only_once: bool,
+    outputs: &ProfileOutputs,
+) -> Result<()> {
+    check_bench_config(config)?;
+    let history = bench_position(fen)?;
+    let gpu = net.backend_name() != "cpu";
+    anyhow::ensure!(
+        !outputs.wanted() || gpu,
+        "--profile, --trace and --plot need a GPU backend"
+    );
+    let backend = bench_backend(
+        net,
+        if outputs.wanted() { "profile=true" } else { "" },
+        config,
+    )?;
     let planes =
         lc0rs::chess::encode_position(&history, backend.input_format(), HistoryFill::FenOnly)
             .planes;
@@ -532,24 +599,91 @@ fn backendbench(
     if let Some(memory) = backend.memory_report() {
         eprintln!("{memory}");
     }
-    if profile {
-        let report = backend
-            .profile_report()
-            .context("--profile needs a GPU backend created with -o profile=true")?;
-        let total: f64 = report.iter().map(|r| r.1).sum();
-        eprintln!(
-            "{:<22} {:>10} {:>7} {:>9} {:>10}",
-            "operation", "total ms", "%", "calls", "us/call"
-        );
-        let mut rows = report;
-        rows.sort_by(|a, b| b.1.total_cmp(&a.1));
-        for (op, ms, calls) in rows {
-            eprintln!(
-                "{op:<22} {ms:>10.2} {:>6.1}% {calls:>9} {:>10.2}",
-                100.0 * ms / total,
-                1000.0 * ms / calls as f64
-            );
-        }
+    if outputs.wanted() {
+        report_profile(backend.as_ref(), outputs)?;
     }
+    Ok(())
+}
+
+fn report_profile(backend: &dyn lc0rs::backend::Backend, outputs: &ProfileOutputs) -> Result<()> {
+    use lc0rs::profile::{chrome_trace, layer_table, operation_table, peak_for, svg_chart};
+    let report = backend
+        .profile_report()
+        .context("the backend recorded no profile")?;
+    anyhow::ensure!(!report.passes.is_empty(), "no profiled passes");
+    if outputs.table {
+        eprint!(
+            "{}",
+            operation_table(&report.passes, peak_for(&report.device))
+        );
+        eprint!("{}", layer_table(&report.passes));
+    }
+    if let Some(path) = &outputs.trace {
+        let json = serde_json::to_string(&chrome_trace(&report.passes))?;
+        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "trace written to {} (open it in ui.perfetto.dev or chrome://tracing)",
+            path.display()
+        );
+    }
+    if let Some(path) = &outputs.plot {
+        let mut batches: Vec<usize> = report.passes.iter().map(|p| p.batch).collect();
+        batches.dedup();
+        let batches: Vec<String> = batches.iter().map(usize::to_string).collect();
+        let title = format!(
+            "{} on {}: GPU time by operation (batch {})",
+            backend.name(),
+            report.device,
+            batches.join(", ")
+        );
+        std::fs::write(path, svg_chart(&report.passes, &title))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("chart written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// `--compare`: the benchmark once per option set, positions/s side by side.
+fn compare_backends(
+    net: &NetArgs,
+    config: &lc0rs::bench::BenchConfig,
+    fen: Option<&str>,
+    sets: &str,
+) -> Result<()> {
+    check_bench_config(config)?;
+    let history = bench_position(fen)?;
+    let sets: Vec<String> = sets
+        .split(',')
+        .map(|s| s.trim().replace('+', ","))
+        .filter(|s| !s.is_empty())
+        .collect();
+    anyhow::ensure!(
+        sets.len() >= 2,
+        "--compare needs at least two option sets, e.g. gemm=blas,gemm=lt"
+    );
+    let mut columns: Vec<Vec<lc0rs::bench::SizeStats>> = Vec::new();
+    for set in &sets {
+        let backend = bench_backend(net, set, config)?;
+        let planes =
+            lc0rs::chess::encode_position(&history, backend.input_format(), HistoryFill::FenOnly)
+                .planes;
+        eprintln!("backendbench: {} with {set}", backend.name());
+        let mut stats = Vec::new();
+        lc0rs::bench::run(backend.as_ref(), &planes, config, &mut |s| {
+            stats.push(s.clone())
+        })?;
+        columns.push(stats);
+    }
+    let header: Vec<String> = sets.iter().map(|s| format!("{s:>16}")).collect();
+    println!("size,{}, {:>8}", header.join(","), "ratio");
+    for (i, first) in columns[0].iter().enumerate() {
+        let values: Vec<String> = columns
+            .iter()
+            .map(|c| format!("{:>16.0}", c[i].mean_nps))
+            .collect();
+        let ratio = columns[columns.len() - 1][i].mean_nps / first.mean_nps;
+        println!("{:>4},{}, {ratio:>8.3}", first.size, values.join(","));
+    }
+    eprintln!("ratio = last set / first set (mean positions per second)");
     Ok(())
 }

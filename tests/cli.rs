@@ -235,3 +235,153 @@ fn eval_rejects_bad_positions_and_options() {
         );
     }
 }
+
+const LC0_HEADER: &str =
+    "size, mean nps, mean ms,   sdev,     cv, max nps,  median, min nps, first max, first mean";
+
+fn stdout_of(output: &Output) -> String {
+    assert!(output.status.success(), "stderr: {}", stderr_of(output));
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn backendbench_prints_lc0_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = stdout_of(&lc0rs(
+        &[
+            "backendbench",
+            "-b",
+            "cpu",
+            "--batches",
+            "4",
+            "--start-batch-size",
+            "1",
+            "--max-batch-size",
+            "3",
+        ],
+        dir.path(),
+    ));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], LC0_HEADER);
+    assert_eq!(lines.len(), 4, "{out}");
+    for (i, row) in lines[1..].iter().enumerate() {
+        let fields: Vec<&str> = row.split(',').collect();
+        let widths: Vec<usize> = fields.iter().map(|f| f.len()).collect();
+        assert_eq!(widths, [4, 9, 8, 7, 7, 8, 8, 8, 10, 11], "{row}");
+        assert_eq!(fields[0].trim().parse::<usize>().unwrap(), i + 1);
+        assert!(
+            fields.iter().all(|f| f.trim().parse::<f64>().is_ok()),
+            "{row}"
+        );
+        // max nps ≥ median ≥ min nps.
+        let nps: Vec<f64> = [5, 6, 7]
+            .iter()
+            .map(|&k| fields[k].trim().parse().unwrap())
+            .collect();
+        assert!(nps[0] >= nps[1] && nps[1] >= nps[2], "{row}");
+    }
+}
+
+#[test]
+fn backendbench_repeats_the_header_every_32_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "backendbench",
+        "-b",
+        "cpu",
+        "--batches",
+        "2",
+        "--max-batch-size",
+        "33",
+    ];
+    let out = stdout_of(&lc0rs(&args, dir.path()));
+    assert_eq!(out.lines().filter(|l| *l == LC0_HEADER).count(), 2);
+    assert_eq!(out.lines().count(), 35);
+    let once = stdout_of(&lc0rs(
+        &[&args[..], &["--header-only-once"]].concat(),
+        dir.path(),
+    ));
+    assert_eq!(once.lines().filter(|l| *l == LC0_HEADER).count(), 1);
+}
+
+#[test]
+fn backendbench_compares_option_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "backendbench",
+        "-b",
+        "cpu",
+        "--batches",
+        "3",
+        "--max-batch-size",
+        "2",
+        "--compare",
+        "threads=1,threads=2",
+    ];
+    let out = stdout_of(&lc0rs(&args, dir.path()));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].contains("threads=1")
+            && lines[0].contains("threads=2")
+            && lines[0].contains("ratio"),
+        "{out}"
+    );
+    assert_eq!(lines.len(), 3);
+    let ratio: f64 = lines[1].rsplit(',').next().unwrap().trim().parse().unwrap();
+    assert!(ratio > 0.0);
+}
+
+#[test]
+fn backendbench_rejects_bad_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 7] = [
+        (&["backendbench", "--batch-step", "0"], "batch-step"),
+        (
+            &["backendbench", "--max-batch-size", "2000"],
+            "max-batch-size",
+        ),
+        (
+            &[
+                "backendbench",
+                "--start-batch-size",
+                "5",
+                "--max-batch-size",
+                "2",
+            ],
+            "larger than --max-batch-size",
+        ),
+        (
+            &["backendbench", "-b", "cpu", "--batches", "1"],
+            "--batches must exceed --threads",
+        ),
+        (
+            &["backendbench", "-b", "cpu", "--profile"],
+            "need a GPU backend",
+        ),
+        (
+            &["backendbench", "-b", "cpu", "--compare", "threads=1"],
+            "at least two option sets",
+        ),
+        (
+            &[
+                "backendbench",
+                "-b",
+                "cpu",
+                "-o",
+                "max_batch=4",
+                "--max-batch-size",
+                "8",
+            ],
+            "exceeds the backend's max_batch",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = lc0rs(args, dir.path());
+        let err = stderr_of(&out);
+        assert!(
+            !out.status.success() && err.contains(expected),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

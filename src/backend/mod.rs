@@ -60,6 +60,13 @@ pub enum BackendError {
     Weights(#[from] WeightsError),
 }
 
+/// Profiled passes and the device they ran on.
+#[derive(Debug, Clone)]
+pub struct ProfileReport {
+    pub device: String,
+    pub passes: Vec<crate::profile::PassProfile>,
+}
+
 /// What a backend can do (lc0's `BackendAttributes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BackendAttributes {
@@ -113,9 +120,9 @@ pub trait Backend: Send + Sync {
     fn input_format(&self) -> InputFormat;
     /// Evaluates a batch of at most `attributes().max_batch` positions.
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError>;
-    /// Device time per operation (name, total ms, calls) since creation, if the backend was
-    /// created with profiling on.
-    fn profile_report(&self) -> Option<Vec<(String, f64, usize)>> {
+    /// The profiled passes since creation (or the last reset), if the backend was created with
+    /// profiling on.
+    fn profile_report(&self) -> Option<ProfileReport> {
         None
     }
     /// A line about the device memory in use, for GPU backends.

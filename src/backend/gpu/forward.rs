@@ -226,8 +226,52 @@ pub fn upload_inputs(
     device.upload(buffers.values.ptr(), &values)
 }
 
-/// Events recorded around each operation when profiling: (operation, start, end).
-pub type OpEvents = std::sync::Mutex<Vec<(&'static str, usize, usize)>>;
+/// An operation bracketed by timing events when profiling.
+#[derive(Debug, Clone, Copy)]
+pub struct OpEvent {
+    pub op: &'static str,
+    pub layer: Option<usize>,
+    pub cost: Cost,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The events of a profiled pass.
+pub type OpEvents = std::sync::Mutex<Vec<OpEvent>>;
+
+/// FLOPs and compulsory bytes of an operation (for the profile's rates).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cost {
+    pub flops: u64,
+    pub bytes: u64,
+}
+
+impl std::ops::Add for Cost {
+    type Output = Cost;
+    fn add(self, o: Cost) -> Cost {
+        Cost {
+            flops: self.flops + o.flops,
+            bytes: self.bytes + o.bytes,
+        }
+    }
+}
+
+/// A dense layer on `rows` fp16 rows: 2·rows·in·out FLOPs; input, weights, output bytes.
+fn linear_cost(layer: &DenseGpu, rows: usize) -> Cost {
+    let (i, o, r) = (layer.inputs as u64, layer.outputs as u64, rows as u64);
+    Cost {
+        flops: 2 * r * i * o,
+        bytes: HALF as u64 * (r * i + i * o + r * o),
+    }
+}
+
+/// A pass over `elements` fp16 values that reads `reads` and writes one tensor of that size.
+fn pass_cost(elements: usize, reads: u64) -> Cost {
+    Cost {
+        flops: 8 * elements as u64,
+        bytes: HALF as u64 * elements as u64 * (reads + 1),
+    }
+}
 
 /// Enqueues one forward pass of `n` positions whose inputs are already on the device.
 pub struct Forward<'a> {
@@ -245,8 +289,17 @@ pub struct Forward<'a> {
 }
 
 impl Forward<'_> {
-    /// Runs one named operation, timed when profiling.
-    fn op(&self, name: &'static str, work: impl FnOnce() -> GpuResult<()>) -> GpuResult<()> {
+    /// Runs one named operation, timed when profiling; a `tracing` span marks its enqueue.
+    fn op(
+        &self,
+        op: &'static str,
+        layer: Option<usize>,
+        cost: Cost,
+        work: impl FnOnce() -> GpuResult<()>,
+    ) -> GpuResult<()> {
+        let _span =
+            tracing::trace_span!("gpu_op", op, layer, flops = cost.flops, bytes = cost.bytes)
+                .entered();
         let Some(events) = self.profile else {
             return work();
         };
@@ -256,7 +309,13 @@ impl Forward<'_> {
         events
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((name, start, end));
+            .push(OpEvent {
+                op,
+                layer,
+                cost,
+                start,
+                end,
+            });
         Ok(())
     }
 
@@ -398,12 +457,27 @@ impl Forward<'_> {
     }
 
     pub fn enqueue(&self, n: usize) -> GpuResult<()> {
-        self.op("embedding", || self.embed(n))?;
-        for layer in 0..self.net.encoders.len() {
+        let _span = tracing::trace_span!("forward", batch = n).entered();
+        let (net, rows) = (self.net, n * SQUARES);
+        let embedding =
+            linear_cost(&net.embedding, rows) + pass_cost(rows * self.shapes.input_width, 0);
+        self.op("embedding", None, embedding, || self.embed(n))?;
+        for layer in 0..net.encoders.len() {
             self.encoder(layer, n)?;
         }
-        self.op("policy head", || self.policy(n))?;
-        self.op("value+mlh heads", || self.value_and_moves_left(n))
+        let p = &net.policy;
+        let logits = Cost {
+            flops: 2 * (n * SQUARES * SQUARES * p.dp) as u64,
+            bytes: (HALF * n * SQUARES * SQUARES) as u64,
+        };
+        let policy = linear_cost(&p.embedding, rows) + linear_cost(&p.query_key, rows) + logits;
+        self.op("policy head", None, policy, || self.policy(n))?;
+        let v = &net.value;
+        let value =
+            linear_cost(&v.embedding, rows) + linear_cost(&v.hidden, n) + linear_cost(&v.output, n);
+        self.op("value+mlh heads", None, value, || {
+            self.value_and_moves_left(n)
+        })
     }
 
     pub fn embed(&self, n: usize) -> GpuResult<()> {
@@ -508,10 +582,17 @@ impl Forward<'_> {
         let bias = match (&layer.smolgen, &b.smolgen, &self.net.smolgen_weight_gen) {
             (Some(sg), Some([compressed, h1, h2, bias]), Some(weight_gen)) => {
                 let act = self.format.smolgen_activation;
-                self.op("smolgen compress", || {
-                    self.linear(&sg.compress, x, compressed.ptr(), rows, false)
-                })?;
-                self.op("smolgen dense1/2+ln", || {
+                let l = Some(index);
+                self.op(
+                    "smolgen compress",
+                    l,
+                    linear_cost(&sg.compress, rows),
+                    || self.linear(&sg.compress, x, compressed.ptr(), rows, false),
+                )?;
+                let dense = linear_cost(&sg.dense1, n) + linear_cost(&sg.dense2, n);
+                let norms =
+                    pass_cost(n * sg.dense1.outputs, 1) + pass_cost(n * sg.dense2.outputs, 1);
+                self.op("smolgen dense1/2+ln", l, dense + norms, || {
                     self.linear(&sg.dense1, compressed.ptr(), h1.ptr(), n, false)?;
                     self.layer_norm(
                         h1.ptr(),
@@ -537,36 +618,55 @@ impl Forward<'_> {
                         sg.dense2.outputs,
                     )
                 })?;
-                self.op("smolgen weight gen", || {
-                    self.linear(weight_gen, h2.ptr(), bias.ptr(), n * s.heads, false)
-                })?;
+                self.op(
+                    "smolgen weight gen",
+                    l,
+                    linear_cost(weight_gen, n * s.heads),
+                    || self.linear(weight_gen, h2.ptr(), bias.ptr(), n * s.heads, false),
+                )?;
                 bias.ptr()
             }
             _ => 0,
         };
-        self.op("qkv", || {
+        let l = Some(index);
+        self.op("qkv", l, linear_cost(&layer.qkv, rows), || {
             self.linear(&layer.qkv, x, b.qkv.ptr(), rows, true)
         })?;
-        self.op("attention", || {
-            self.device.launch(
-                self.attention,
-                Launch {
-                    grid: [s.heads as u32, n as u32, 1],
-                    block: [ATTENTION_THREADS, 1, 1],
-                    shared_bytes: 0,
-                },
-                &[
-                    KernelArg::Ptr(b.qkv.ptr()),
-                    KernelArg::Ptr(bias),
-                    KernelArg::Ptr(b.ctx.ptr()),
-                    KernelArg::I32(s.heads as i32),
-                ],
-            )
-        })?;
-        self.op("out proj", || {
+        let products = 4 * (n * s.heads * SQUARES * SQUARES * s.depth) as u64;
+        let bias_bytes = if bias == 0 {
+            0
+        } else {
+            n * s.heads * SQUARES * SQUARES
+        };
+        let traffic = HALF * (rows * 3 * s.d_model + bias_bytes + rows * s.d_model);
+        self.op(
+            "attention",
+            l,
+            Cost {
+                flops: products,
+                bytes: traffic as u64,
+            },
+            || {
+                self.device.launch(
+                    self.attention,
+                    Launch {
+                        grid: [s.heads as u32, n as u32, 1],
+                        block: [ATTENTION_THREADS, 1, 1],
+                        shared_bytes: 0,
+                    },
+                    &[
+                        KernelArg::Ptr(b.qkv.ptr()),
+                        KernelArg::Ptr(bias),
+                        KernelArg::Ptr(b.ctx.ptr()),
+                        KernelArg::I32(s.heads as i32),
+                    ],
+                )
+            },
+        )?;
+        self.op("out proj", l, linear_cost(&layer.out, rows), || {
             self.linear(&layer.out, b.ctx.ptr(), b.tmp.ptr(), rows, false)
         })?;
-        self.op("residual+ln1", || {
+        self.op("residual+ln1", l, pass_cost(rows * s.embedding, 2), || {
             self.layer_norm(
                 x,
                 b.tmp.ptr(),
@@ -579,19 +679,28 @@ impl Forward<'_> {
                 s.embedding,
             )
         })?;
-        self.op("ffn1+act", || {
-            self.dense_act(
-                &layer.ffn1,
-                x,
-                b.hidden.ptr(),
-                rows,
-                self.format.ffn_activation,
-            )
-        })?;
-        self.op("ffn2", || {
+        let act_pass = match self.format.ffn_activation {
+            Activation::Identity | Activation::Relu => Cost::default(),
+            _ => pass_cost(rows * s.dff, 1),
+        };
+        self.op(
+            "ffn1+act",
+            l,
+            linear_cost(&layer.ffn1, rows) + act_pass,
+            || {
+                self.dense_act(
+                    &layer.ffn1,
+                    x,
+                    b.hidden.ptr(),
+                    rows,
+                    self.format.ffn_activation,
+                )
+            },
+        )?;
+        self.op("ffn2", l, linear_cost(&layer.ffn2, rows), || {
             self.linear(&layer.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)
         })?;
-        self.op("residual+ln2", || {
+        self.op("residual+ln2", l, pass_cost(rows * s.embedding, 2), || {
             self.layer_norm(
                 x,
                 b.tmp.ptr(),

@@ -7,11 +7,12 @@ mod weights;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput};
+use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput, ProfileReport};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::attention_kernel;
 use crate::gpu::{GemmPath, GpuDevice, GpuError, GpuGraph, GpuResult};
+use crate::profile::{OpTiming, PassProfile};
 use crate::weights::Network;
 use crate::weights::format::{InputFormat, NetFormat};
 use forward::{Buffers, Forward, OpEvents, Shapes, upload_inputs};
@@ -99,7 +100,7 @@ struct State {
     buffers: Buffers,
     graphs: HashMap<usize, Box<dyn GpuGraph>>,
     /// Per operation: total milliseconds and calls, when profiling.
-    profile: Vec<(&'static str, f64, usize)>,
+    profile: Vec<PassProfile>,
 }
 
 /// A GPU backend: weights on the device, buffers for `max_batch`, graphs per batch size.
@@ -203,22 +204,42 @@ impl GpuBackend {
         self.outputs(&state, n)
     }
 
-    /// One eager pass with every operation timed; adds to the per-operation totals.
+    /// One eager pass with every operation timed by device events.
     fn profiled_pass(&self, state: &mut State, n: usize) -> GpuResult<()> {
         let events = OpEvents::default();
+        let first = self.device.record_event()?;
         self.forward(&state.buffers, Some(&events)).enqueue(n)?;
+        let last = self.device.record_event()?;
         self.device.synchronize()?;
-        for (name, start, end) in events.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            let ms = f64::from(self.device.elapsed_ms(start, end)?);
-            match state.profile.iter_mut().find(|(op, _, _)| *op == name) {
-                Some(entry) => {
-                    entry.1 += ms;
-                    entry.2 += 1;
-                }
-                None => state.profile.push((name, ms, 1)),
-            }
+        let mut ops = Vec::new();
+        for e in events.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            let start_ms = f64::from(self.device.elapsed_ms(first, e.start)?);
+            let ms = f64::from(self.device.elapsed_ms(e.start, e.end)?);
+            tracing::debug!(
+                op = e.op,
+                layer = e.layer,
+                batch = n,
+                flops = e.cost.flops,
+                bytes = e.cost.bytes,
+                gpu_us = ms * 1e3,
+                "gpu op"
+            );
+            ops.push(OpTiming {
+                op: e.op,
+                layer: e.layer,
+                flops: e.cost.flops,
+                bytes: e.cost.bytes,
+                start_ms,
+                ms,
+            });
         }
+        let pass_ms = f64::from(self.device.elapsed_ms(first, last)?);
         self.device.clear_events();
+        state.profile.push(PassProfile {
+            batch: n,
+            pass_ms,
+            ops,
+        });
         Ok(())
     }
 
@@ -326,14 +347,11 @@ impl Backend for GpuBackend {
             })
     }
 
-    fn profile_report(&self) -> Option<Vec<(String, f64, usize)>> {
+    fn profile_report(&self) -> Option<ProfileReport> {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        self.options.profile.then(|| {
-            state
-                .profile
-                .iter()
-                .map(|(op, ms, calls)| ((*op).to_owned(), *ms, *calls))
-                .collect()
+        self.options.profile.then(|| ProfileReport {
+            device: self.device.info().name.clone(),
+            passes: state.profile.clone(),
         })
     }
 

@@ -1,0 +1,312 @@
+//! Where the time of a forward pass goes: per-operation timings (from device events on GPUs),
+//! reported as a table by operation kind, a table per encoder layer, a Chrome/Perfetto trace,
+//! and an SVG chart.
+
+use std::fmt::Write;
+
+use serde_json::json;
+
+/// One timed operation of a pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpTiming {
+    pub op: &'static str,
+    /// The encoder layer, for per-layer operations.
+    pub layer: Option<usize>,
+    /// Floating-point operations counted for it (2 per multiply-accumulate).
+    pub flops: u64,
+    /// Bytes it reads and writes at least once (compulsory traffic).
+    pub bytes: u64,
+    /// Start, from the start of the pass, and duration.
+    pub start_ms: f64,
+    pub ms: f64,
+}
+
+/// One profiled forward pass.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PassProfile {
+    pub batch: usize,
+    /// The whole pass on the device, from its first operation's start to its last one's end.
+    pub pass_ms: f64,
+    pub ops: Vec<OpTiming>,
+}
+
+/// A device's peak rates, for the "% of peak" columns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Peak {
+    pub tflops: f64,
+    pub gbytes_per_s: f64,
+    pub source: &'static str,
+}
+
+/// Dense fp16 tensor-core and memory peaks by GPU name (vendor data sheets; the H200's fp16
+/// rate as measured on it with cuBLASLt, gpu-apis.md Part 2 §5 and issue 8).
+pub fn peak_for(device: &str) -> Option<Peak> {
+    let table: [(&str, f64, f64, &str); 4] = [
+        (
+            "H200",
+            785.0,
+            4800.0,
+            "H200: 785 TFLOP/s fp16 measured, 4.8 TB/s data sheet",
+        ),
+        (
+            "H100",
+            989.0,
+            3350.0,
+            "H100 SXM data sheet: 989 TFLOP/s fp16 dense, 3.35 TB/s",
+        ),
+        (
+            "A100",
+            312.0,
+            2039.0,
+            "A100 SXM 80 GB data sheet: 312 TFLOP/s fp16, 2.04 TB/s",
+        ),
+        (
+            "MI300X",
+            1307.0,
+            5300.0,
+            "MI300X data sheet: 1307 TFLOP/s fp16 dense, 5.3 TB/s",
+        ),
+    ];
+    table.iter().find(|(name, ..)| device.contains(name)).map(
+        |&(_, tflops, gbytes_per_s, source)| Peak {
+            tflops,
+            gbytes_per_s,
+            source,
+        },
+    )
+}
+
+/// Totals of one operation kind.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OpSummary {
+    pub op: &'static str,
+    pub ms: f64,
+    pub calls: usize,
+    pub flops: u64,
+    pub bytes: u64,
+}
+
+/// Totals by operation kind, largest first, and the summed pass time.
+pub fn by_operation(passes: &[PassProfile]) -> (Vec<OpSummary>, f64) {
+    let mut rows: Vec<OpSummary> = Vec::new();
+    for t in passes.iter().flat_map(|p| &p.ops) {
+        let row = match rows.iter_mut().find(|r| r.op == t.op) {
+            Some(row) => row,
+            None => {
+                rows.push(OpSummary {
+                    op: t.op,
+                    ..OpSummary::default()
+                });
+                rows.last_mut().expect("just pushed")
+            }
+        };
+        row.ms += t.ms;
+        row.calls += 1;
+        row.flops += t.flops;
+        row.bytes += t.bytes;
+    }
+    rows.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    (rows, passes.iter().map(|p| p.pass_ms).sum())
+}
+
+/// The table by operation kind, with achieved rates and the share of the device's peak.
+pub fn operation_table(passes: &[PassProfile], peak: Option<Peak>) -> String {
+    let (rows, pass_ms) = by_operation(passes);
+    let op_ms: f64 = rows.iter().map(|r| r.ms).sum();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<22} {:>10} {:>6} {:>7} {:>9} {:>9} {:>9} {:>7} {:>7}",
+        "operation", "total ms", "%", "calls", "us/call", "TFLOP/s", "GB/s", "%peakF", "%peakB"
+    );
+    for r in &rows {
+        let seconds = r.ms / 1e3;
+        let tflops = r.flops as f64 / seconds / 1e12;
+        let gbs = r.bytes as f64 / seconds / 1e9;
+        let share = |value: f64, peak: f64| format!("{:.1}", 100.0 * value / peak);
+        let (pf, pb) = peak.map_or(("-".to_owned(), "-".to_owned()), |p| {
+            (share(tflops, p.tflops), share(gbs, p.gbytes_per_s))
+        });
+        let _ = writeln!(
+            out,
+            "{:<22} {:>10.3} {:>6.1} {:>7} {:>9.2} {:>9.1} {:>9.0} {:>7} {:>7}",
+            r.op,
+            r.ms,
+            100.0 * r.ms / op_ms,
+            r.calls,
+            1e3 * r.ms / r.calls as f64,
+            tflops,
+            gbs,
+            pf,
+            pb
+        );
+    }
+    let _ = writeln!(
+        out,
+        "sum of operations {op_ms:.3} ms; whole passes {pass_ms:.3} ms ({} passes): operations cover {:.1} %",
+        passes.len(),
+        100.0 * op_ms / pass_ms
+    );
+    if let Some(p) = peak {
+        let _ = writeln!(out, "peak: {}", p.source);
+    }
+    out
+}
+
+/// Time per encoder layer (all its operations), averaged over the passes.
+pub fn layer_table(passes: &[PassProfile]) -> String {
+    let layers = passes
+        .iter()
+        .flat_map(|p| &p.ops)
+        .filter_map(|t| t.layer)
+        .max()
+        .map_or(0, |l| l + 1);
+    let mut out = format!("{:<8} {:>12} {:>10}\n", "layer", "ms per pass", "TFLOP/s");
+    for layer in 0..layers {
+        let ops = passes
+            .iter()
+            .flat_map(|p| &p.ops)
+            .filter(|t| t.layer == Some(layer));
+        let (ms, flops) = ops.fold((0.0, 0u64), |(ms, f), t| (ms + t.ms, f + t.flops));
+        let _ = writeln!(
+            out,
+            "{layer:<8} {:>12.4} {:>10.1}",
+            ms / passes.len() as f64,
+            flops as f64 / (ms / 1e3) / 1e12
+        );
+    }
+    out
+}
+
+/// A Chrome/Perfetto trace: one complete event per operation, passes one after another.
+pub fn chrome_trace(passes: &[PassProfile]) -> serde_json::Value {
+    let mut events = Vec::new();
+    let mut offset_us = 0.0;
+    for (i, pass) in passes.iter().enumerate() {
+        events.push(json!({
+            "name": format!("forward pass {i} (batch {})", pass.batch), "ph": "X", "pid": 1, "tid": 1,
+            "ts": offset_us, "dur": pass.pass_ms * 1e3, "args": {"batch": pass.batch},
+        }));
+        for t in &pass.ops {
+            let name = t
+                .layer
+                .map_or(t.op.to_owned(), |l| format!("{} [layer {l}]", t.op));
+            events.push(json!({
+                "name": name, "cat": t.op, "ph": "X", "pid": 1, "tid": 2,
+                "ts": offset_us + t.start_ms * 1e3, "dur": t.ms * 1e3,
+                "args": {"layer": t.layer, "batch": pass.batch, "flops": t.flops, "bytes": t.bytes},
+            }));
+        }
+        offset_us += pass.pass_ms * 1e3 + 10.0;
+    }
+    json!({ "traceEvents": events, "displayTimeUnit": "ms" })
+}
+
+/// A horizontal bar chart of the share of time by operation kind, as SVG.
+pub fn svg_chart(passes: &[PassProfile], title: &str) -> String {
+    let (rows, _) = by_operation(passes);
+    let total: f64 = rows.iter().map(|r| r.ms).sum();
+    let (bar_x, bar_w, row_h) = (200.0, 460.0, 26.0);
+    let height = 60.0 + row_h * rows.len() as f64;
+    let escape = |s: &str| {
+        s.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"13\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"24\" font-size=\"16\">{}</text>\n",
+        escape(title)
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let y = 40.0 + row_h * i as f64;
+        let share = r.ms / total;
+        let _ = writeln!(
+            svg,
+            "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{}</text><rect x=\"{bar_x}\" y=\"{:.0}\" width=\"{:.1}\" height=\"{:.0}\" fill=\"#4878a8\"/><text x=\"{:.1}\" y=\"{:.0}\">{:.1} %</text>",
+            bar_x - 8.0,
+            y + 17.0,
+            escape(r.op),
+            y + 4.0,
+            bar_w * share,
+            row_h - 8.0,
+            bar_x + bar_w * share + 6.0,
+            y + 17.0,
+            100.0 * share
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pass() -> PassProfile {
+        let op = |op, layer, start_ms, ms, flops| OpTiming {
+            op,
+            layer,
+            flops,
+            bytes: 1_000_000,
+            start_ms,
+            ms,
+        };
+        PassProfile {
+            batch: 64,
+            pass_ms: 4.0,
+            ops: vec![
+                op("qkv", Some(0), 0.0, 1.0, 2_000_000_000),
+                op("attention", Some(0), 1.0, 2.0, 0),
+                op("qkv", Some(1), 3.0, 0.5, 1_000_000_000),
+            ],
+        }
+    }
+
+    #[test]
+    fn totals_by_operation_and_layer() {
+        let (rows, pass_ms) = by_operation(&[pass(), pass()]);
+        assert_eq!(rows[0].op, "attention");
+        assert_eq!((rows[0].ms, rows[0].calls), (4.0, 2));
+        assert_eq!(
+            (rows[1].ms, rows[1].calls, rows[1].flops),
+            (3.0, 4, 6_000_000_000)
+        );
+        assert_eq!(pass_ms, 8.0);
+        let table = operation_table(&[pass()], peak_for("NVIDIA H200"));
+        // qkv: 3 GFLOP in 1.5 ms = 2 TFLOP/s, 0.25 % of 785.
+        assert!(
+            table.contains("qkv") && table.contains("2.0") && table.contains("0.3"),
+            "{table}"
+        );
+        assert!(table.contains("operations cover 87.5 %"), "{table}");
+        let layers = layer_table(&[pass()]);
+        let rows: Vec<Vec<&str>> = layers
+            .lines()
+            .skip(1)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        // Layer 0: 1 + 2 ms, 2 GFLOP → 0.7 TFLOP/s; layer 1: 0.5 ms, 1 GFLOP → 2.0 TFLOP/s.
+        assert_eq!(rows, [["0", "3.0000", "0.7"], ["1", "0.5000", "2.0"]]);
+    }
+
+    #[test]
+    fn trace_is_chrome_json_with_one_event_per_op() {
+        let trace = chrome_trace(&[pass()]);
+        let events = trace["traceEvents"].as_array().unwrap();
+        assert_eq!(events.len(), 4);
+        assert!(
+            events
+                .iter()
+                .all(|e| e["ph"] == "X" && e["dur"].as_f64().unwrap() > 0.0)
+        );
+        assert_eq!(events[2]["name"], "attention [layer 0]");
+        let svg = svg_chart(&[pass()], "T82 <batch 64>");
+        assert!(
+            svg.starts_with("<svg") && svg.contains("&lt;batch 64&gt;"),
+            "{svg}"
+        );
+        // The background and one bar per operation kind (attention, qkv).
+        assert_eq!(svg.matches("<rect").count(), 3);
+    }
+}
