@@ -378,9 +378,19 @@ impl GpuDevice for CudaDevice {
             .ctx
             .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(call_error("cuEventCreate"))?;
-        event
-            .record(&self.stream)
-            .map_err(call_error("cuEventRecord"))?;
+        // "External" records are real timing points also inside a stream capture (they become
+        // event-record nodes of the graph), not only capture-internal dependencies.
+        let external = cudarc::driver::sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32;
+        // SAFETY: a valid event and stream of this context.
+        unsafe {
+            cudarc::driver::sys::cuEventRecordWithFlags(
+                event.cu_event(),
+                self.stream.cu_stream(),
+                external,
+            )
+        }
+        .result()
+        .map_err(call_error("cuEventRecordWithFlags"))?;
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         events.push(event);
         Ok(events.len() - 1)
