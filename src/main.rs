@@ -185,6 +185,13 @@ impl NetArgs {
 }
 
 fn main() -> std::process::ExitCode {
+    // Timing spans and events go to stderr when asked for, e.g. RUST_LOG=lc0rs=trace.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .init();
     match run(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {

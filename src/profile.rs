@@ -25,7 +25,8 @@ pub struct OpTiming {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PassProfile {
     pub batch: usize,
-    /// The whole pass on the device, from its first operation's start to its last one's end.
+    /// The GPU time of the same pass without the profiler's events (a replay of its graph,
+    /// bracketed by two events): what the operations' times are checked against.
     pub pass_ms: f64,
     pub ops: Vec<OpTiming>,
 }
@@ -143,7 +144,7 @@ pub fn operation_table(passes: &[PassProfile], peak: Option<Peak>) -> String {
     }
     let _ = writeln!(
         out,
-        "sum of operations {op_ms:.3} ms; whole passes {pass_ms:.3} ms ({} passes): operations cover {:.1} %",
+        "sum of operations {op_ms:.3} ms; uninstrumented passes {pass_ms:.3} ms ({} passes): operations cover {:.1} %",
         passes.len(),
         100.0 * op_ms / pass_ms
     );

@@ -20,21 +20,20 @@ const PE_DENSE_PLANES: usize = 12;
 /// Evaluates `inputs`; `with_moves_left` false reports M = 0.
 pub fn forward(net: &Network, inputs: &[InputPlanes], with_moves_left: bool) -> BatchOutput {
     let n = inputs.len();
-    let mut x = embed(net, inputs);
-    for layer in &net.encoders {
-        x = encoder_layer(net, layer, x, n);
+    let _pass = tracing::trace_span!("forward", backend = "cpu", batch = n).entered();
+    let mut x = tracing::trace_span!("embedding").in_scope(|| embed(net, inputs));
+    for (i, layer) in net.encoders.iter().enumerate() {
+        x = tracing::trace_span!("encoder", layer = i).in_scope(|| encoder_layer(net, layer, x, n));
     }
-    let (q, d) = value_head(net, &x, n);
+    let (q, d) = tracing::trace_span!("value head").in_scope(|| value_head(net, &x, n));
     let m = match (&net.moves_left, with_moves_left) {
-        (Some(_), true) => moves_left_head(net, &x, n),
+        (Some(_), true) => {
+            tracing::trace_span!("moves-left head").in_scope(|| moves_left_head(net, &x, n))
+        }
         _ => vec![0.0; n],
     };
-    BatchOutput {
-        q,
-        d,
-        m,
-        policy: policy_head(net, &x, n),
-    }
+    let policy = tracing::trace_span!("policy head").in_scope(|| policy_head(net, &x, n));
+    BatchOutput { q, d, m, policy }
 }
 
 /// The residual stream after the embedding and after each encoder layer.

@@ -184,7 +184,8 @@ impl GpuBackend {
     fn run(&self, batch: &[InputPlanes]) -> GpuResult<BatchOutput> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let n = batch.len();
-        upload_inputs(self.device.as_ref(), &state.buffers, batch)?;
+        tracing::trace_span!("upload inputs", batch = n)
+            .in_scope(|| upload_inputs(self.device.as_ref(), &state.buffers, batch))?;
         if self.options.profile {
             self.profiled_pass(&mut state, n)?;
             return self.outputs(&state, n);
@@ -195,16 +196,39 @@ impl GpuBackend {
                 // The first pass at a size runs eagerly (it also picks the GEMM algorithms);
                 // then the same work is captured for the next calls.
                 self.forward(&state.buffers, None).enqueue(n)?;
+                state.tuned.insert(n);
                 if self.options.graph {
-                    self.device.begin_capture()?;
-                    let captured = self.forward(&state.buffers, None).enqueue(n);
-                    let graph = self.device.end_capture();
-                    captured?;
-                    state.graphs.insert(n, graph?);
+                    self.capture(&mut state, n)?;
                 }
             }
         }
         self.outputs(&state, n)
+    }
+
+    /// Captures the pass of `n` positions into a graph (after an eager pass at that size).
+    fn capture(&self, state: &mut State, n: usize) -> GpuResult<()> {
+        self.device.begin_capture()?;
+        let captured = self.forward(&state.buffers, None).enqueue(n);
+        let graph = self.device.end_capture();
+        captured?;
+        state.graphs.insert(n, graph?);
+        Ok(())
+    }
+
+    /// The GPU time of one uninstrumented pass (the captured graph, or eager without graphs).
+    fn pass_time_ms(&self, state: &mut State, n: usize) -> GpuResult<f64> {
+        if self.options.graph && !state.graphs.contains_key(&n) {
+            self.capture(state, n)?;
+        }
+        let start = self.device.record_event()?;
+        match state.graphs.get(&n) {
+            Some(graph) => graph.launch()?,
+            None => self.forward(&state.buffers, None).enqueue(n)?,
+        }
+        let end = self.device.record_event()?;
+        let ms = f64::from(self.device.elapsed_ms(start, end)?);
+        self.device.clear_events();
+        Ok(ms)
     }
 
     /// One eager pass with every operation timed by device events.
@@ -219,10 +243,10 @@ impl GpuBackend {
         if self.options.graph {
             self.device.begin_capture()?;
         }
-        let recorded = (|| -> GpuResult<(usize, usize)> {
+        let recorded = (|| -> GpuResult<usize> {
             let first = self.device.record_event()?;
             self.forward(&state.buffers, Some(&events)).enqueue(n)?;
-            Ok((first, self.device.record_event()?))
+            Ok(first)
         })();
         // The graph lives until the stream has run it.
         let mut graph = None;
@@ -237,7 +261,7 @@ impl GpuBackend {
         if let Some(graph) = &graph {
             graph.launch()?;
         }
-        let (first, last) = recorded?;
+        let first = recorded?;
         self.device.synchronize()?;
         drop(graph);
         let mut ops = Vec::new();
@@ -262,8 +286,8 @@ impl GpuBackend {
                 ms,
             });
         }
-        let pass_ms = f64::from(self.device.elapsed_ms(first, last)?);
         self.device.clear_events();
+        let pass_ms = self.pass_time_ms(state, n)?;
         state.profile.push(PassProfile {
             batch: n,
             pass_ms,
@@ -296,6 +320,7 @@ impl GpuBackend {
     }
 
     fn outputs(&self, state: &State, n: usize) -> GpuResult<BatchOutput> {
+        let _span = tracing::trace_span!("copy outputs", batch = n).entered();
         let mut policy = vec![0u8; n * POLICY_SIZE * 4];
         let mut finished = vec![0u8; n * 3 * 4];
         self.device
