@@ -378,19 +378,31 @@ impl GpuDevice for CudaDevice {
             .ctx
             .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(call_error("cuEventCreate"))?;
-        // "External" records are real timing points also inside a stream capture (they become
-        // event-record nodes of the graph), not only capture-internal dependencies.
-        let external = cudarc::driver::sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32;
-        // SAFETY: a valid event and stream of this context.
-        unsafe {
-            cudarc::driver::sys::cuEventRecordWithFlags(
-                event.cu_event(),
-                self.stream.cu_stream(),
-                external,
-            )
+        let capturing = self
+            .stream
+            .capture_status()
+            .map_err(call_error("cuStreamIsCapturing"))?
+            != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        if capturing {
+            // An "external" record is a real timing point inside a capture (an event-record node
+            // of the graph), not only a capture-internal dependency; the flag is invalid outside.
+            let external =
+                cudarc::driver::sys::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32;
+            // SAFETY: a valid event and stream of this context.
+            unsafe {
+                cudarc::driver::sys::cuEventRecordWithFlags(
+                    event.cu_event(),
+                    self.stream.cu_stream(),
+                    external,
+                )
+            }
+            .result()
+            .map_err(call_error("cuEventRecordWithFlags"))?;
+        } else {
+            event
+                .record(&self.stream)
+                .map_err(call_error("cuEventRecord"))?;
         }
-        .result()
-        .map_err(call_error("cuEventRecordWithFlags"))?;
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         events.push(event);
         Ok(events.len() - 1)
