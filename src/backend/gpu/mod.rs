@@ -243,10 +243,10 @@ impl GpuBackend {
         if self.options.graph {
             self.device.begin_capture()?;
         }
-        let recorded = (|| -> GpuResult<usize> {
+        let recorded = (|| -> GpuResult<(usize, usize)> {
             let first = self.device.record_event()?;
             self.forward(&state.buffers, Some(&events)).enqueue(n)?;
-            Ok(first)
+            Ok((first, self.device.record_event()?))
         })();
         // The graph lives until the stream has run it.
         let mut graph = None;
@@ -261,7 +261,7 @@ impl GpuBackend {
         if let Some(graph) = &graph {
             graph.launch()?;
         }
-        let first = recorded?;
+        let (first, last) = recorded?;
         self.device.synchronize()?;
         drop(graph);
         let mut ops = Vec::new();
@@ -286,11 +286,13 @@ impl GpuBackend {
                 ms,
             });
         }
+        let instrumented_ms = f64::from(self.device.elapsed_ms(first, last)?);
         self.device.clear_events();
         let pass_ms = self.pass_time_ms(state, n)?;
         state.profile.push(PassProfile {
             batch: n,
             pass_ms,
+            instrumented_ms,
             ops,
         });
         Ok(())
