@@ -172,7 +172,7 @@ fn layer_norm_kernel_matches_cpu() {
                 "layer_norm",
                 Launch {
                     grid: [rows as u32, 1, 1],
-                    block: [256, 1, 1],
+                    block: [if cols > 2048 { 1024 } else { 256 }, 1, 1],
                     shared_bytes: (cols * 4) as u32,
                 },
                 &[

@@ -24,6 +24,14 @@ const PLANES: usize = 112;
 const HALF: usize = size_of::<f16>();
 /// Threads per block of the row kernels (layer norm, policy finish).
 const ROW_THREADS: u32 = 256;
+/// Threads of the block-per-row LayerNorm for rows wider than this (smolgen's 6144-wide rows).
+const WIDE_ROW: usize = 2048;
+
+/// Threads per block of the block-per-row LayerNorm: more for wide rows, which come in few
+/// rows (one per position), so that each block has enough parallel work.
+fn block_threads_for_row(cols: usize) -> u32 {
+    if cols > WIDE_ROW { 1024 } else { ROW_THREADS }
+}
 /// The largest row the layer-norm kernel keeps in shared memory (floats).
 const MAX_NORM_COLS: usize = 11 * 1024;
 
@@ -438,7 +446,7 @@ impl Forward<'_> {
         }
         let launch = Launch {
             grid: [rows as u32, 1, 1],
-            block: [ROW_THREADS, 1, 1],
+            block: [block_threads_for_row(cols), 1, 1],
             shared_bytes: (cols * size_of::<f32>()) as u32,
         };
         let args = [
