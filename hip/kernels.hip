@@ -196,7 +196,7 @@ template <int DEPTH, int LD>
 static __device__ __forceinline__ void load_qkv(const __half* __restrict__ qkv, long row0, int stride, int d_model,
                                                 int h, __half* qs, __half* ks, __half* vs) {
   constexpr int CHUNKS = DEPTH / 8;
-  for (int i = threadIdx.x; i < 64 * CHUNKS; i += ATTENTION_THREADS) {
+  for (int i = threadIdx.x; i < 64 * CHUNKS; i += blockDim.x) {
     const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
     const __half* src = qkv + (row0 + r) * stride + h * DEPTH + c;
     copy8(qs + r * LD + c, src);
@@ -301,10 +301,12 @@ KERNEL void attention_d32(const __half* qkv, const __half* bias, __half* ctx, in
 KERNEL void attention_d64(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<64>(qkv, bias, ctx, heads); }
 
 #if defined(GPU_CUDA)
-// The NVIDIA fast path of the attention above: the same inputs, outputs and block shape, with
-// Q·Kᵀ and P·V on tensor cores (WMMA 16×16×16, fp16 in, fp32 accumulate). Each of the 4 warps
-// owns 16 query rows. P is rounded to fp16 for the second product, as lc0's fp16 path does.
+// The NVIDIA fast path of the attention above: the same inputs and outputs, with Q·Kᵀ and P·V on
+// tensor cores (WMMA 16×16×16, fp16 in, fp32 accumulate), 8 warps per block: each warp computes
+// two of the 16 score tiles and a share of the output tiles; four threads per softmax row. P is
+// rounded to fp16 for the second product, as lc0's fp16 path does.
 #include <mma.h>
+#define MMA_ATTENTION_THREADS 256
 template <int DEPTH>
 static __device__ void attention_mma_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
                                           __half* __restrict__ ctx, int heads) {
@@ -313,36 +315,41 @@ static __device__ void attention_mma_body(const __half* __restrict__ qkv, const 
   constexpr int LDP = 64 + 8;        // fp16 row stride of P
   constexpr int LDS = 64 + 4;        // fp32 row stride of the scores
   constexpr int QP = 64 * (LD > LDP ? LD : LDP);
+  constexpr int OUT_TILES = 4 * (DEPTH / 16);
   __shared__ __align__(32) __half qp[QP];   // Q, later P
   __shared__ __align__(32) __half ks[64 * LD];
   __shared__ __align__(32) __half vs[64 * LD];
   __shared__ __align__(32) float ss[64 * LDS];
   const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x;
-  const int warp = t / 32, lane = t % 32;
+  const int warp = t / 32;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
   load_qkv<DEPTH, LD>(qkv, row0, stride, d_model, h, qp, ks, vs);
   __syncthreads();
-  #pragma unroll
-  for (int ct = 0; ct < 4; ++ct) {
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    wmma::fill_fragment(acc, 0.f);
+  {
+    const int strip = warp % 4, ct0 = (warp / 4) * 2;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc0, acc1;
+    wmma::fill_fragment(acc0, 0.f);
+    wmma::fill_fragment(acc1, 0.f);
     #pragma unroll
     for (int kk = 0; kk < DEPTH / 16; ++kk) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> kt;
-      wmma::load_matrix_sync(a, qp + warp * 16 * LD + kk * 16, LD);
-      wmma::load_matrix_sync(kt, ks + ct * 16 * LD + kk * 16, LD);
-      wmma::mma_sync(acc, a, kt, acc);
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> k0, k1;
+      wmma::load_matrix_sync(a, qp + strip * 16 * LD + kk * 16, LD);
+      wmma::load_matrix_sync(k0, ks + ct0 * 16 * LD + kk * 16, LD);
+      wmma::load_matrix_sync(k1, ks + (ct0 + 1) * 16 * LD + kk * 16, LD);
+      wmma::mma_sync(acc0, a, k0, acc0);
+      wmma::mma_sync(acc1, a, k1, acc1);
     }
-    wmma::store_matrix_sync(ss + warp * 16 * LDS + ct * 16, acc, LDS, wmma::mem_row_major);
+    wmma::store_matrix_sync(ss + strip * 16 * LDS + ct0 * 16, acc0, LDS, wmma::mem_row_major);
+    wmma::store_matrix_sync(ss + strip * 16 * LDS + (ct0 + 1) * 16, acc1, LDS, wmma::mem_row_major);
   }
   __syncthreads();
   {
     // Scale and bias, 8 coalesced values per step.
     const float scale = rsqrtf((float)DEPTH);
     const __half* bias_tile = bias ? bias + ((long)b * heads + h) * 4096 : 0;
-    for (int i = t; i < 512; i += ATTENTION_THREADS) {
+    for (int i = t; i < 512; i += MMA_ATTENTION_THREADS) {
       const int r = i / 8, c = (i % 8) * 8;
       float bv[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
       if (bias_tile) load8(bias_tile + r * 64 + c, bv);
@@ -352,38 +359,44 @@ static __device__ void attention_mma_body(const __half* __restrict__ qkv, const 
   }
   __syncthreads();
   {
-    const int r = t / 2, c0 = (t % 2) * 32;
+    // Four adjacent lanes per row, 16 columns each.
+    const int r = t / 4, c0 = (t % 4) * 16;
     float mx = -3.0e38f;
-    for (int c = 0; c < 32; ++c) mx = fmaxf(mx, ss[r * LDS + c0 + c]);
+    #pragma unroll
+    for (int c = 0; c < 16; ++c) mx = fmaxf(mx, ss[r * LDS + c0 + c]);
     mx = fmaxf(mx, SHFL_XOR(mx, 1));
+    mx = fmaxf(mx, SHFL_XOR(mx, 2));
+    float e[16];
     float sum = 0.f;
-    for (int c = 0; c < 32; ++c) {
-      const float e = expf(ss[r * LDS + c0 + c] - mx);
-      ss[r * LDS + c0 + c] = e;
-      sum += e;
+    #pragma unroll
+    for (int c = 0; c < 16; ++c) {
+      e[c] = expf(ss[r * LDS + c0 + c] - mx);
+      sum += e[c];
     }
     sum += SHFL_XOR(sum, 1);
+    sum += SHFL_XOR(sum, 2);
     const float inv = 1.f / sum;
-    for (int c = 0; c < 32; ++c) qp[r * LDP + c0 + c] = __float2half(ss[r * LDS + c0 + c] * inv);
+    #pragma unroll
+    for (int c = 0; c < 16; ++c) qp[r * LDP + c0 + c] = __float2half(e[c] * inv);
   }
   __syncthreads();
-  #pragma unroll
-  for (int ct = 0; ct < DEPTH / 16; ++ct) {
+  for (int tile = warp; tile < OUT_TILES; tile += MMA_ATTENTION_THREADS / 32) {
+    const int strip = tile / (DEPTH / 16), ct = tile % (DEPTH / 16);
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
     wmma::fill_fragment(acc, 0.f);
     #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> p;
       wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> v;
-      wmma::load_matrix_sync(p, qp + warp * 16 * LDP + kk * 16, LDP);
+      wmma::load_matrix_sync(p, qp + strip * 16 * LDP + kk * 16, LDP);
       wmma::load_matrix_sync(v, vs + kk * 16 * LD + ct * 16, LD);
       wmma::mma_sync(acc, p, v, acc);
     }
-    wmma::store_matrix_sync(ss + warp * 16 * LDS + ct * 16, acc, LDS, wmma::mem_row_major);
+    wmma::store_matrix_sync(ss + strip * 16 * LDS + ct * 16, acc, LDS, wmma::mem_row_major);
   }
-  __syncwarp();
-  for (int i = lane; i < 16 * (DEPTH / 8); i += 32) {
-    const int r = warp * 16 + i / (DEPTH / 8), c = (i % (DEPTH / 8)) * 8;
+  __syncthreads();
+  for (int i = t; i < 64 * (DEPTH / 8); i += MMA_ATTENTION_THREADS) {
+    const int r = i / (DEPTH / 8), c = (i % (DEPTH / 8)) * 8;
     store8(ctx + (row0 + r) * d_model + h * DEPTH + c, ss + r * LDS + c);
   }
 }

@@ -5,7 +5,7 @@
 use half::f16;
 use lc0rs::backend::create_backend;
 use lc0rs::gpu::cuda::CudaDevice;
-use lc0rs::gpu::kernels::{ATTENTION_THREADS, activation_code, attention_kernel};
+use lc0rs::gpu::kernels::{activation_code, attention_kernel, attention_threads};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, KernelArg, Launch};
 use lc0rs::netsource::NetSource;
 use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
@@ -88,7 +88,11 @@ fn check_attention(device: &CudaDevice, tensor_cores: bool) {
                 attention_kernel(depth, tensor_cores).unwrap(),
                 Launch {
                     grid: [heads as u32, batch as u32, 1],
-                    block: [ATTENTION_THREADS, 1, 1],
+                    block: [
+                        attention_threads(attention_kernel(depth, tensor_cores).unwrap()),
+                        1,
+                        1,
+                    ],
                     shared_bytes: 0,
                 },
                 &[

@@ -36,8 +36,19 @@ pub const CUDA_ONLY_KERNEL_NAMES: [&str; 3] = [
 /// The widest row `layer_norm_warp` takes (64 values per lane of a 32-wide warp).
 pub const WARP_NORM_MAX_COLS: usize = 2048;
 
-/// Threads per block of the attention kernels (`ATTENTION_THREADS` in hip/kernels.hip).
+/// Threads per block of the portable attention kernels (`ATTENTION_THREADS` in hip/kernels.hip).
 pub const ATTENTION_THREADS: u32 = 128;
+/// Threads per block of the tensor-core attention kernels (`MMA_ATTENTION_THREADS`).
+pub const MMA_ATTENTION_THREADS: u32 = 256;
+
+/// The block size an attention kernel is written for.
+pub fn attention_threads(kernel: &str) -> u32 {
+    if kernel.starts_with("attention_mma_") {
+        MMA_ATTENTION_THREADS
+    } else {
+        ATTENTION_THREADS
+    }
+}
 
 /// The attention kernel for a head depth, if one exists: the tensor-core one or the portable one.
 pub fn attention_kernel(depth: usize, tensor_cores: bool) -> Option<&'static str> {
@@ -85,6 +96,9 @@ mod tests {
     #[test]
     fn attention_threads_match_the_kernel() {
         assert!(source().contains(&format!("#define ATTENTION_THREADS {ATTENTION_THREADS}\n")));
+        assert!(source().contains(&format!(
+            "#define MMA_ATTENTION_THREADS {MMA_ATTENTION_THREADS}\n"
+        )));
     }
 
     #[test]

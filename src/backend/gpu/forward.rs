@@ -10,7 +10,7 @@ use super::weights::{DenseGpu, NetworkGpu, NormGpu};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::{
-    ATTENTION_THREADS, WARP_NORM_MAX_COLS, activation_code, attention_kernel,
+    WARP_NORM_MAX_COLS, activation_code, attention_kernel, attention_threads,
 };
 use crate::gpu::{
     BatchedProduct, DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuResult,
@@ -659,7 +659,7 @@ impl Forward<'_> {
                     self.attention,
                     Launch {
                         grid: [s.heads as u32, n as u32, 1],
-                        block: [ATTENTION_THREADS, 1, 1],
+                        block: [attention_threads(self.attention), 1, 1],
                         shared_bytes: 0,
                     },
                     &[
