@@ -15,7 +15,7 @@ use cudarc::driver::sys::{
 };
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaGraph, CudaSlice, CudaStream, DevicePtr,
-    LaunchConfig, PushKernelArg,
+    LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 
 use super::{
@@ -106,6 +106,8 @@ pub struct CudaDevice {
     blas: Mutex<BlasHandle>,
     lt: Mutex<lt::LtCache>,
     events: Mutex<Vec<CudaEvent>>,
+    /// Pinned host memory that copies go through (pageable copies are several times slower).
+    staging: Mutex<Option<PinnedHostSlice<u8>>>,
     info: DeviceInfo,
 }
 
@@ -161,6 +163,7 @@ impl CudaDevice {
             blas: Mutex::new(BlasHandle(handle)),
             lt: Mutex::new(lt),
             events: Mutex::new(Vec::new()),
+            staging: Mutex::new(None),
             info,
         })
     }
@@ -197,6 +200,31 @@ impl CudaDevice {
     }
 }
 
+/// Copies smaller than this go straight from pageable memory.
+const STAGING_THRESHOLD: usize = 64 << 10;
+
+impl CudaDevice {
+    /// The pinned staging buffer, grown to at least `bytes`.
+    fn staging(
+        &self,
+        bytes: usize,
+    ) -> GpuResult<std::sync::MutexGuard<'_, Option<PinnedHostSlice<u8>>>> {
+        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        if staging.as_ref().is_none_or(|s| s.len() < bytes) {
+            *staging = None;
+            // SAFETY: plain (not write-combined) pinned memory, read and written by the host
+            // only between synchronised copies.
+            let pinned = unsafe {
+                self.ctx
+                    .alloc_pinned_with_flags::<u8>(bytes.next_power_of_two(), 0)
+            }
+            .map_err(call_error("cuMemHostAlloc"))?;
+            *staging = Some(pinned);
+        }
+        Ok(staging)
+    }
+}
+
 impl GpuDevice for CudaDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
@@ -211,16 +239,41 @@ impl GpuDevice for CudaDevice {
     }
 
     fn upload(&self, dst: u64, src: &[u8]) -> GpuResult<()> {
-        // SAFETY: dst is a device buffer of at least src.len() bytes (checked by callers).
-        unsafe { cudarc::driver::result::memcpy_htod_async(dst, src, self.stream.cu_stream()) }
-            .map_err(call_error("cuMemcpyHtoDAsync"))
+        if src.len() < STAGING_THRESHOLD {
+            // SAFETY: dst is a device buffer of at least src.len() bytes (checked by callers);
+            // the driver copies pageable sources before returning.
+            return unsafe {
+                cudarc::driver::result::memcpy_htod_async(dst, src, self.stream.cu_stream())
+            }
+            .map_err(call_error("cuMemcpyHtoDAsync"));
+        }
+        let mut staging = self.staging(src.len())?;
+        let pinned = &mut staging
+            .as_mut()
+            .expect("staging sized above")
+            .as_mut_slice()
+            .map_err(call_error("cuEventSynchronize"))?[..src.len()];
+        pinned.copy_from_slice(src);
+        // SAFETY: dst is a device buffer of at least src.len() bytes; the staging memory is
+        // not reused before the copy completes (we wait for it below).
+        unsafe { cudarc::driver::result::memcpy_htod_async(dst, pinned, self.stream.cu_stream()) }
+            .map_err(call_error("cuMemcpyHtoDAsync"))?;
+        self.synchronize()
     }
 
     fn download(&self, src: u64, dst: &mut [u8]) -> GpuResult<()> {
+        let mut staging = self.staging(dst.len())?;
+        let pinned = &mut staging
+            .as_mut()
+            .expect("staging sized above")
+            .as_mut_slice()
+            .map_err(call_error("cuEventSynchronize"))?[..dst.len()];
         // SAFETY: src is a device buffer of at least dst.len() bytes; we wait for the copy.
-        unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, src, self.stream.cu_stream()) }
+        unsafe { cudarc::driver::result::memcpy_dtoh_async(pinned, src, self.stream.cu_stream()) }
             .map_err(call_error("cuMemcpyDtoHAsync"))?;
-        self.synchronize()
+        self.synchronize()?;
+        dst.copy_from_slice(pinned);
+        Ok(())
     }
 
     fn fill(&self, dst: u64, bytes: usize, value: u8) -> GpuResult<()> {
