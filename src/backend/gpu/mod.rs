@@ -323,24 +323,22 @@ impl GpuBackend {
 
     fn outputs(&self, state: &State, n: usize) -> GpuResult<BatchOutput> {
         let _span = tracing::trace_span!("copy outputs", batch = n).entered();
-        let mut policy = vec![0u8; n * POLICY_SIZE * 4];
-        let mut finished = vec![0u8; n * 3 * 4];
-        self.device
-            .download(state.buffers.policy_out.ptr(), &mut policy)?;
-        self.device
-            .download(state.buffers.finished.ptr(), &mut finished)?;
-        let floats = |bytes: &[u8]| -> Vec<f32> {
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect()
-        };
-        let finished = floats(&finished);
+        // Straight into the f32 outputs (the device writes little-endian f32, as the host).
+        let mut policy = vec![0f32; n * POLICY_SIZE];
+        let mut finished = vec![0f32; n * 3];
+        self.device.download(
+            state.buffers.policy_out.ptr(),
+            bytemuck::cast_slice_mut(&mut policy),
+        )?;
+        self.device.download(
+            state.buffers.finished.ptr(),
+            bytemuck::cast_slice_mut(&mut finished),
+        )?;
         Ok(BatchOutput {
             q: finished.iter().step_by(3).copied().collect(),
             d: finished.iter().skip(1).step_by(3).copied().collect(),
             m: finished.iter().skip(2).step_by(3).copied().collect(),
-            policy: floats(&policy),
+            policy,
         })
     }
 }
