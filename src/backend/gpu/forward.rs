@@ -222,16 +222,17 @@ pub fn upload_inputs(
     buffers: &Buffers,
     batch: &[InputPlanes],
 ) -> GpuResult<()> {
-    let masks: Vec<u8> = batch
+    // Native little-endian u64/f32, as the kernels read them.
+    let masks: Vec<u64> = batch
         .iter()
-        .flat_map(|p| p.iter().flat_map(|plane| plane.mask.to_le_bytes()))
+        .flat_map(|p| p.iter().map(|plane| plane.mask))
         .collect();
-    let values: Vec<u8> = batch
+    let values: Vec<f32> = batch
         .iter()
-        .flat_map(|p| p.iter().flat_map(|plane| plane.value.to_le_bytes()))
+        .flat_map(|p| p.iter().map(|plane| plane.value))
         .collect();
-    device.upload(buffers.masks.ptr(), &masks)?;
-    device.upload(buffers.values.ptr(), &values)
+    device.upload(buffers.masks.ptr(), bytemuck::cast_slice(&masks))?;
+    device.upload(buffers.values.ptr(), bytemuck::cast_slice(&values))
 }
 
 /// An operation bracketed by timing events when profiling.
