@@ -62,6 +62,27 @@ impl BackendOptions {
             })
     }
 
+    /// Applies `policy_head` / `value_head` (lc0's names) to the network, if given.
+    pub fn select_heads(
+        &self,
+        backend: &str,
+        network: &mut crate::weights::Network,
+    ) -> Result<(), BackendError> {
+        let policy = self.get::<String>(backend, "policy_head")?;
+        let value = self.get::<String>(backend, "value_head")?;
+        if policy.is_none() && value.is_none() {
+            return Ok(());
+        }
+        let policy = policy.unwrap_or_else(|| network.policy_head_name().to_owned());
+        let value = value.unwrap_or_else(|| network.value_head_name().to_owned());
+        network
+            .select_heads(&policy, &value)
+            .map_err(|error| BackendError::Network {
+                backend: backend.to_owned(),
+                error,
+            })
+    }
+
     /// Fails on any option the backend did not take.
     pub fn finish(&self, backend: &str) -> Result<(), BackendError> {
         let taken = self.taken.borrow();

@@ -38,18 +38,7 @@ impl CpuBackend {
                 });
             }
         }
-        let policy = options.get::<String>(NAME, "policy_head")?;
-        let value = options.get::<String>(NAME, "value_head")?;
-        if policy.is_some() || value.is_some() {
-            let policy = policy.unwrap_or_else(|| network.policy_head_name().to_owned());
-            let value = value.unwrap_or_else(|| network.value_head_name().to_owned());
-            network
-                .select_heads(&policy, &value)
-                .map_err(|error| BackendError::Network {
-                    backend: NAME.to_owned(),
-                    error,
-                })?;
-        }
+        options.select_heads(NAME, &mut network)?;
         let moves_left =
             options.get::<bool>(NAME, "mlh")?.unwrap_or(true) && network.moves_left.is_some();
         let pool = rayon::ThreadPoolBuilder::new()

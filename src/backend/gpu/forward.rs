@@ -465,6 +465,23 @@ impl Forward<'_> {
         self.device.launch("layer_norm", launch, &args)
     }
 
+    /// `x = LN(x + alpha·(tmp + bias))` over the residual stream: the residual connection after
+    /// the out-projection, the FFN and PE_DENSE's embedding FFN.
+    fn residual_norm(&self, bias: Option<DevicePtr>, ln: &NormGpu, rows: usize) -> GpuResult<()> {
+        let (x, tmp) = (self.buffers.x.ptr(), self.buffers.tmp.ptr());
+        self.layer_norm(
+            x,
+            tmp,
+            bias,
+            Activation::Identity,
+            self.alpha,
+            Some(x),
+            ln,
+            rows,
+            self.shapes.embedding,
+        )
+    }
+
     pub fn enqueue(&self, n: usize) -> GpuResult<()> {
         let _span = tracing::trace_span!("forward", batch = n).entered();
         let (net, rows) = (self.net, n * SQUARES);
@@ -568,17 +585,7 @@ impl Forward<'_> {
                 self.format.ffn_activation,
             )?;
             self.linear(&pd.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)?;
-            self.layer_norm(
-                x,
-                b.tmp.ptr(),
-                pd.ffn2.bias(),
-                Activation::Identity,
-                self.alpha,
-                Some(x),
-                &pd.ffn_ln,
-                rows,
-                s.embedding,
-            )?;
+            self.residual_norm(pd.ffn2.bias(), &pd.ffn_ln, rows)?;
         }
         Ok(())
     }
@@ -676,17 +683,7 @@ impl Forward<'_> {
             self.linear(&layer.out, b.ctx.ptr(), b.tmp.ptr(), rows, false)
         })?;
         self.op("residual+ln1", l, pass_cost(rows * s.embedding, 2), || {
-            self.layer_norm(
-                x,
-                b.tmp.ptr(),
-                layer.out.bias(),
-                Activation::Identity,
-                self.alpha,
-                Some(x),
-                &layer.ln1,
-                rows,
-                s.embedding,
-            )
+            self.residual_norm(layer.out.bias(), &layer.ln1, rows)
         })?;
         let act_pass = match self.format.ffn_activation {
             Activation::Identity | Activation::Relu => Cost::default(),
@@ -710,17 +707,7 @@ impl Forward<'_> {
             self.linear(&layer.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)
         })?;
         self.op("residual+ln2", l, pass_cost(rows * s.embedding, 2), || {
-            self.layer_norm(
-                x,
-                b.tmp.ptr(),
-                layer.ffn2.bias(),
-                Activation::Identity,
-                self.alpha,
-                Some(x),
-                &layer.ln2,
-                rows,
-                s.embedding,
-            )
+            self.residual_norm(layer.ffn2.bias(), &layer.ln2, rows)
         })
     }
 

@@ -60,18 +60,7 @@ impl GpuOptions {
         if max_batch == 0 {
             return Err(bad("max_batch", "0".to_owned(), "must be at least 1"));
         }
-        let policy = options.get::<String>(backend, "policy_head")?;
-        let value = options.get::<String>(backend, "value_head")?;
-        if policy.is_some() || value.is_some() {
-            let policy = policy.unwrap_or_else(|| network.policy_head_name().to_owned());
-            let value = value.unwrap_or_else(|| network.value_head_name().to_owned());
-            network
-                .select_heads(&policy, &value)
-                .map_err(|error| BackendError::Network {
-                    backend: backend.to_owned(),
-                    error,
-                })?;
-        }
+        options.select_heads(backend, network)?;
         if !options.get::<bool>(backend, "mlh")?.unwrap_or(true) {
             network.moves_left = None;
         }
