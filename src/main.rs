@@ -389,7 +389,18 @@ fn selftest(
     let largest = batches.iter().copied().max().unwrap_or(1);
     let count = positions.max(largest);
     let backend = create_backend(&net.backend_name(), network.clone(), &net.backend_opts)?;
-    let oracle = create_backend("cpu", network, "")?;
+    // The oracle evaluates the same heads (and moves-left setting) as the backend under test.
+    let shared: Vec<&str> = net
+        .backend_opts
+        .split(',')
+        .map(str::trim)
+        .filter(|o| {
+            ["policy_head=", "value_head=", "mlh="]
+                .iter()
+                .any(|k| o.starts_with(k))
+        })
+        .collect();
+    let oracle = create_backend("cpu", network, &shared.join(","))?;
     let histories = random_histories(count, seed);
     let encoded = encode_all(&histories, backend.as_ref());
     eprintln!(

@@ -385,3 +385,30 @@ fn backendbench_rejects_bad_flags() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// selftest's oracle evaluates the heads the backend under test was asked for.
+#[test]
+fn selftest_oracle_uses_the_same_heads() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "selftest",
+        "-w",
+        "bundled:tiny-dense",
+        "-b",
+        "cpu",
+        "-o",
+        "policy_head=soft,value_head=q,threads=1",
+        "--positions",
+        "16",
+        "--batch",
+        "8",
+    ];
+    let out = lc0rs(&args, dir.path());
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        stderr_of(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("PASS"));
+}

@@ -354,3 +354,28 @@ fn relu_scalar_variant_matches_cpu() {
         assert!(got.m.iter().all(|&m| m == 0.0) && got.d.iter().all(|&d| d == 0.0));
     }
 }
+
+/// Head selection on the GPU: each of tiny-dense's policy and value heads against the cpu
+/// oracle with the same heads.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn selected_heads_match_cpu() {
+    let (network, _) = NetSource::parse(Some("bundled:tiny-dense"))
+        .unwrap()
+        .load(&LoadOptions::default(), &mut |_, _| {})
+        .unwrap();
+    for heads in [
+        "policy_head=soft,value_head=q",
+        "policy_head=optimistic,value_head=st,mlh=false",
+    ] {
+        let oracle = create_backend("cpu", network.clone(), heads).unwrap();
+        let backend = create_backend("cuda-fp16", network.clone(), heads).unwrap();
+        let histories = random_histories(64, 13);
+        let encoded = encode_all(&histories, backend.as_ref());
+        let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
+        let got = evaluate_in_batches(backend.as_ref(), &encoded, 32).unwrap();
+        let e = compare(&histories, &encoded, &got, &want, 32);
+        eprintln!("{heads}: {e:?}");
+        assert!(e.passed(), "{heads}: {e:?}");
+    }
+}
