@@ -4,7 +4,7 @@
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::zobrist::Zobrist64;
-use shakmaty::{Board, CastlingMode, Chess, Color, EnPassantMode, Move, Position, Role};
+use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position, Role};
 
 /// Why a position or move was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -208,12 +208,9 @@ impl PositionHistory {
         self.entries.len()
     }
 
+    /// Always false: a history holds at least its starting position.
     pub fn is_empty(&self) -> bool {
         false
-    }
-
-    pub fn board(&self) -> &Board {
-        self.last().position.board()
     }
 }
 

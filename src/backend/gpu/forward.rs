@@ -729,7 +729,7 @@ impl Forward<'_> {
             true,
         )?;
         let dp = p.dp;
-        let keys = b.policy_qk.ptr() + (dp * HALF) as u64;
+        let keys = b.policy_qk.at(dp * HALF);
         self.device.batched_product(&BatchedProduct {
             batch: n,
             m: SQUARES,

@@ -142,11 +142,6 @@ impl GpuBackend {
         })
     }
 
-    /// The device this backend runs on.
-    pub fn device(&self) -> &Arc<dyn GpuDevice> {
-        &self.device
-    }
-
     /// Device memory of the activation buffers (weights not included).
     pub fn buffer_bytes(&self) -> usize {
         self.state
