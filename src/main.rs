@@ -131,9 +131,9 @@ enum Command {
     Devices,
     /// Compile every kernel with the vendor's run-time compiler (needs no GPU).
     CompileKernels {
-        #[arg(long, value_parser = ["cuda"])]
+        #[arg(long, value_parser = ["cuda", "hip"])]
         vendor: String,
-        /// Target architecture, e.g. sm_80, sm_90.
+        /// Target architecture, e.g. sm_80, sm_90 (cuda) or gfx90a, gfx1030, gfx1100 (hip).
         #[arg(long)]
         arch: String,
     },
@@ -257,7 +257,7 @@ fn run(cli: Cli) -> Result<()> {
             devices();
             Ok(())
         }
-        Command::CompileKernels { vendor: _, arch } => compile_kernels(&arch),
+        Command::CompileKernels { vendor, arch } => compile_kernels(&vendor, &arch),
         Command::Eval {
             net,
             positions,
@@ -468,6 +468,10 @@ fn selftest(
 fn devices() {
     use lc0rs::gpu::GpuDevice;
     use lc0rs::gpu::cuda;
+    println!("ROCm:");
+    for line in lc0rs::gpu::hip::report() {
+        println!("  {line}");
+    }
     println!("CUDA:");
     for (library, present) in cuda::libraries_present() {
         println!(
@@ -502,7 +506,21 @@ fn devices() {
     }
 }
 
-fn compile_kernels(arch: &str) -> Result<()> {
+fn compile_kernels(vendor: &str, arch: &str) -> Result<()> {
+    if vendor == "hip" {
+        let started = std::time::Instant::now();
+        let code = lc0rs::gpu::hip::compile_kernels(arch)?;
+        for name in lc0rs::gpu::kernels::KERNEL_NAMES {
+            println!("{name}: compiled");
+        }
+        eprintln!(
+            "compiled {} kernels for {arch} with hipRTC in {:.2} s ({} byte code object)",
+            lc0rs::gpu::kernels::KERNEL_NAMES.len(),
+            started.elapsed().as_secs_f64(),
+            code.len()
+        );
+        return Ok(());
+    }
     let started = std::time::Instant::now();
     let ptx = lc0rs::gpu::cuda::nvrtc::compile(arch)?;
     let text = ptx.to_src();

@@ -1,0 +1,12 @@
+//! The HIP runtime (libamdhip64) and hipRTC, loaded at run time with libloading, so that lc0rs
+//! builds and tests on machines without ROCm. Layered like cudarc: [`sys`] holds the raw types
+//! and function pointers, [`result`] turns every call into a `Result`, [`safe`] owns resources.
+//! Facts (sonames, signatures, values): `shared/docs/gpu-apis.md` Part 1.
+
+pub mod loader;
+pub mod result;
+pub mod safe;
+pub mod sys;
+
+pub use loader::{Hip, LoadError, library_candidates};
+pub use result::HipError;

@@ -1,0 +1,216 @@
+//! Finding and loading one ROCm install: `ROCM_PATH/lib`, then `/opt/rocm/lib`, then the system
+//! search path; HIP runtime majors 7, 6, 5 (never mixed); hipRTC from `libhiprtc.so.<major>`
+//! beside the runtime, else from the runtime itself (where hipRTC lived up to ROCm 6).
+
+use std::path::{Path, PathBuf};
+
+use libloading::Library;
+
+use crate::sys::{RtcFns, RuntimeFns};
+
+/// Runtime majors, newest first.
+pub const RUNTIME_MAJORS: [u32; 3] = [7, 6, 5];
+
+/// Why the HIP libraries could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(
+        "the HIP runtime (libamdhip64.so.7/.6/.5) was not found; tried: {tried}. Install ROCm or set ROCM_PATH"
+    )]
+    NotFound { tried: String },
+    #[error("{library}: missing symbol {symbol}: {detail}")]
+    Symbol {
+        library: String,
+        symbol: &'static str,
+        detail: String,
+    },
+    #[error("hipRTC was not found beside {runtime} (libhiprtc.so.{major}) nor inside it")]
+    NoRtc { runtime: String, major: u32 },
+}
+
+/// The runtime libraries to try, in order, with their majors: absolute paths in `ROCM_PATH/lib`
+/// and `/opt/rocm/lib` that exist, then plain sonames for the system search.
+pub fn library_candidates(rocm_path: Option<&Path>, default_dir: &Path) -> Vec<(PathBuf, u32)> {
+    let mut dirs: Vec<PathBuf> = rocm_path.map(|p| p.join("lib")).into_iter().collect();
+    dirs.push(default_dir.to_path_buf());
+    let mut out = Vec::new();
+    for dir in &dirs {
+        for major in RUNTIME_MAJORS {
+            let path = dir.join(format!("libamdhip64.so.{major}"));
+            if path.exists() {
+                out.push((path, major));
+            }
+        }
+    }
+    out.extend(
+        RUNTIME_MAJORS.map(|major| (PathBuf::from(format!("libamdhip64.so.{major}")), major)),
+    );
+    out
+}
+
+/// The loaded HIP runtime and hipRTC of one ROCm install.
+pub struct Hip {
+    pub runtime: RuntimeFns,
+    pub rtc: RtcFns,
+    /// What was loaded, as given to the loader (a path or a soname).
+    pub runtime_library: PathBuf,
+    pub rtc_library: PathBuf,
+    pub major: u32,
+    _runtime: Library,
+    _rtc: Option<Library>,
+}
+
+fn symbol<T: Copy>(lib: &Library, library: &Path, name: &'static str) -> Result<T, LoadError> {
+    // SAFETY: the caller names a symbol whose C signature is `T` (sys.rs, gpu-apis.md §7);
+    // libloading adds the terminating NUL.
+    unsafe { lib.get::<T>(name.as_bytes()) }
+        .map(|s| *s)
+        .map_err(|e| LoadError::Symbol {
+            library: library.display().to_string(),
+            symbol: name,
+            detail: e.to_string(),
+        })
+}
+
+impl Hip {
+    /// Loads from `ROCM_PATH` (if set), `/opt/rocm/lib`, or the system path.
+    pub fn load() -> Result<Self, LoadError> {
+        let rocm = std::env::var_os("ROCM_PATH").map(PathBuf::from);
+        Self::load_from(rocm.as_deref(), Path::new("/opt/rocm/lib"))
+    }
+
+    /// Loads the first runtime of [`library_candidates`] that opens, and its hipRTC.
+    pub fn load_from(rocm_path: Option<&Path>, default_dir: &Path) -> Result<Self, LoadError> {
+        Self::load_first(&library_candidates(rocm_path, default_dir))
+    }
+
+    /// Loads the first of `candidates` (path or soname, major) that opens.
+    pub fn load_first(candidates: &[(PathBuf, u32)]) -> Result<Self, LoadError> {
+        let mut tried = Vec::new();
+        for (path, major) in candidates.iter().cloned() {
+            // SAFETY: loading the HIP runtime runs its initialisers, which are sound to run.
+            match unsafe { Library::new(&path) } {
+                Ok(lib) => return Self::from_runtime(lib, path, major),
+                Err(e) => tried.push(format!("{} ({e})", path.display())),
+            }
+        }
+        Err(LoadError::NotFound {
+            tried: tried.join("; "),
+        })
+    }
+
+    fn from_runtime(lib: Library, path: PathBuf, major: u32) -> Result<Self, LoadError> {
+        let runtime = RuntimeFns {
+            hip_runtime_get_version: symbol(&lib, &path, "hipRuntimeGetVersion")?,
+            hip_driver_get_version: symbol(&lib, &path, "hipDriverGetVersion")?,
+            hip_get_device_count: symbol(&lib, &path, "hipGetDeviceCount")?,
+            hip_device_get_name: symbol(&lib, &path, "hipDeviceGetName")?,
+            hip_device_get_attribute: symbol(&lib, &path, "hipDeviceGetAttribute")?,
+            hip_get_error_string: symbol(&lib, &path, "hipGetErrorString")?,
+        };
+        let rtc_name = format!("libhiprtc.so.{major}");
+        let rtc_path = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(dir) => dir.join(&rtc_name),
+            None => PathBuf::from(&rtc_name),
+        };
+        // SAFETY: as for the runtime.
+        let (rtc_lib, rtc_path) = match unsafe { Library::new(&rtc_path) } {
+            Ok(rtc) => (Some(rtc), rtc_path),
+            Err(_) => (None, path.clone()),
+        };
+        let source = rtc_lib.as_ref().unwrap_or(&lib);
+        let rtc = rtc_fns(source, &rtc_path).map_err(|e| match (&rtc_lib, e) {
+            (None, LoadError::Symbol { .. }) => LoadError::NoRtc {
+                runtime: path.display().to_string(),
+                major,
+            },
+            (_, e) => e,
+        })?;
+        Ok(Self {
+            runtime,
+            rtc,
+            runtime_library: path,
+            rtc_library: rtc_path,
+            major,
+            _runtime: lib,
+            _rtc: rtc_lib,
+        })
+    }
+}
+
+fn rtc_fns(lib: &Library, path: &Path) -> Result<RtcFns, LoadError> {
+    Ok(RtcFns {
+        hiprtc_version: symbol(lib, path, "hiprtcVersion")?,
+        hiprtc_get_error_string: symbol(lib, path, "hiprtcGetErrorString")?,
+        hiprtc_create_program: symbol(lib, path, "hiprtcCreateProgram")?,
+        hiprtc_compile_program: symbol(lib, path, "hiprtcCompileProgram")?,
+        hiprtc_get_program_log_size: symbol(lib, path, "hiprtcGetProgramLogSize")?,
+        hiprtc_get_program_log: symbol(lib, path, "hiprtcGetProgramLog")?,
+        hiprtc_get_code_size: symbol(lib, path, "hiprtcGetCodeSize")?,
+        hiprtc_get_code: symbol(lib, path, "hiprtcGetCode")?,
+        hiprtc_destroy_program: symbol(lib, path, "hiprtcDestroyProgram")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(dir: &Path, name: &str) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(name), b"not a library").unwrap();
+    }
+
+    #[test]
+    fn rocm_path_comes_first_newest_major_first_then_system_names() {
+        let root = tempfile::tempdir().unwrap();
+        let rocm = root.path().join("rocm-6.2");
+        let opt = root.path().join("opt-rocm-lib");
+        touch(&rocm.join("lib"), "libamdhip64.so.6");
+        touch(&rocm.join("lib"), "libamdhip64.so.5");
+        touch(&opt, "libamdhip64.so.7");
+        let found = library_candidates(Some(&rocm), &opt);
+        let names: Vec<String> = found
+            .iter()
+            .map(|(p, m)| format!("{}:{m}", p.display()))
+            .collect();
+        assert_eq!(found[0], (rocm.join("lib/libamdhip64.so.6"), 6));
+        assert_eq!(found[1], (rocm.join("lib/libamdhip64.so.5"), 5));
+        assert_eq!(found[2], (opt.join("libamdhip64.so.7"), 7));
+        assert_eq!(
+            &found[3..],
+            &[
+                ("libamdhip64.so.7".into(), 7),
+                ("libamdhip64.so.6".into(), 6),
+                ("libamdhip64.so.5".into(), 5)
+            ],
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn absent_directories_leave_only_system_names() {
+        let root = tempfile::tempdir().unwrap();
+        let found = library_candidates(
+            Some(&root.path().join("none")),
+            &root.path().join("nothing"),
+        );
+        assert_eq!(found.len(), 3);
+        assert!(found.iter().all(|(p, _)| p.parent() == Some(Path::new(""))));
+    }
+
+    #[test]
+    fn a_broken_library_is_an_error_naming_it() {
+        let root = tempfile::tempdir().unwrap();
+        touch(&root.path().join("lib"), "libamdhip64.so.6");
+        let fake = root.path().join("lib/libamdhip64.so.6");
+        let error = Hip::load_first(&[(fake.clone(), 6)])
+            .err()
+            .expect("a text file is no library");
+        let message = error.to_string();
+        assert!(
+            message.contains(&fake.display().to_string()) && message.contains("ROCM_PATH"),
+            "{message}"
+        );
+    }
+}

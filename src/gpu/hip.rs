@@ -1,0 +1,103 @@
+//! ROCm through lc0rs' own `hip-sys` bindings: what `lc0rs devices` reports, and compiling the
+//! kernels of `hip/` with hipRTC (no GPU needed). The ROCm implementation of `GpuDevice` (HIP
+//! runtime, rocBLAS, hipBLASLt) builds on this.
+
+use hip_sys::result::{device_attribute, device_count, device_name, runtime_version, version_text};
+use hip_sys::safe::{compile, rtc_version};
+use hip_sys::sys::{HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, HIP_DEVICE_ATTRIBUTE_WARP_SIZE};
+use hip_sys::{Hip, LoadError};
+
+use super::{GpuError, kernels};
+
+impl From<LoadError> for GpuError {
+    fn from(e: LoadError) -> Self {
+        GpuError::LibraryMissing {
+            library: "the HIP runtime",
+            detail: e.to_string(),
+        }
+    }
+}
+
+/// The wave size of an AMD architecture: 64 on GCN/CDNA (gfx9xx), 32 on RDNA.
+pub fn wave_size(arch: &str) -> u32 {
+    if arch.starts_with("gfx9") { 64 } else { 32 }
+}
+
+/// Lines for `lc0rs devices`: the runtime and hipRTC found, and the GPUs or why there are none.
+pub fn report() -> Vec<String> {
+    let hip = match Hip::load() {
+        Ok(hip) => hip,
+        Err(e) => return vec![format!("not available: {e}")],
+    };
+    let mut lines = vec![format!(
+        "HIP runtime {} (major {})",
+        hip.runtime_library.display(),
+        hip.major
+    )];
+    match runtime_version(&hip) {
+        Ok(v) => lines.push(format!("HIP runtime version {}", version_text(v))),
+        Err(e) => lines.push(format!("HIP runtime version unknown: {e}")),
+    }
+    match rtc_version(&hip) {
+        Ok((major, minor)) => lines.push(format!(
+            "hipRTC {major}.{minor} ({})",
+            hip.rtc_library.display()
+        )),
+        Err(e) => lines.push(format!("hipRTC unusable: {e}")),
+    }
+    match device_count(&hip) {
+        Err(e) => lines.push(format!("no GPUs: {e}")),
+        Ok(0) => lines.push("no GPUs: the HIP runtime reports none (hipErrorNoDevice)".to_owned()),
+        Ok(n) => {
+            for i in 0..n {
+                let name = device_name(&hip, i).unwrap_or_else(|e| e.to_string());
+                let sms = device_attribute(&hip, HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, i)
+                    .unwrap_or(0);
+                let wave = device_attribute(&hip, HIP_DEVICE_ATTRIBUTE_WARP_SIZE, i).unwrap_or(0);
+                lines.push(format!("gpu {i}: {name}, {sms} compute units, wave {wave}"));
+            }
+        }
+    }
+    lines
+}
+
+/// Compiles every kernel of `hip/` for `arch` (e.g. gfx90a) with hipRTC; returns the code
+/// object after checking that each kernel every vendor has is in it.
+pub fn compile_kernels(arch: &str) -> Result<Vec<u8>, GpuError> {
+    let hip = Hip::load()?;
+    let warp = format!("-DWARP_SIZE={}", wave_size(arch));
+    let code = compile(
+        &hip,
+        &kernels::source(),
+        "lc0rs_kernels.hip",
+        arch,
+        &[&warp, "-std=c++17"],
+    )
+    .map_err(|e| GpuError::Compile {
+        arch: arch.to_owned(),
+        log: e.to_string(),
+    })?;
+    for name in kernels::KERNEL_NAMES {
+        if !code
+            .windows(name.len() + 1)
+            .any(|w| &w[..name.len()] == name.as_bytes() && w[name.len()] == 0)
+        {
+            return Err(GpuError::Compile {
+                arch: arch.to_owned(),
+                log: format!("kernel {name} is missing from the code object"),
+            });
+        }
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wave_sizes() {
+        assert_eq!(super::wave_size("gfx90a"), 64);
+        assert_eq!(super::wave_size("gfx942"), 64);
+        assert_eq!(super::wave_size("gfx1030"), 32);
+        assert_eq!(super::wave_size("gfx1151"), 32);
+    }
+}
