@@ -6,6 +6,8 @@ use hip_sys::result::{device_attribute, device_count, device_name, runtime_versi
 use hip_sys::safe::{compile, rtc_version};
 use hip_sys::sys::{HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, HIP_DEVICE_ATTRIBUTE_WARP_SIZE};
 use hip_sys::{Hip, LoadError};
+use hipblaslt_sys::HipblasLt;
+use rocblas_sys::Rocblas;
 
 use super::{GpuError, kernels};
 
@@ -35,7 +37,10 @@ pub fn report() -> Vec<String> {
         hip.major
     )];
     match runtime_version(&hip) {
-        Ok(v) => lines.push(format!("HIP runtime version {}", version_text(v))),
+        Ok(v) => {
+            lines.push(format!("HIP runtime version {}", version_text(v)));
+            lines.extend(blas_report(&hip, v));
+        }
         Err(e) => lines.push(format!("HIP runtime version unknown: {e}")),
     }
     match rtc_version(&hip) {
@@ -59,6 +64,24 @@ pub fn report() -> Vec<String> {
         }
     }
     lines
+}
+
+/// Whether rocBLAS and hipBLASLt of the runtime's release load (and resolve every function
+/// lc0rs calls) from the runtime's directory.
+fn blas_report(hip: &Hip, version: i32) -> [String; 2] {
+    let dir = hip
+        .runtime_library
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty());
+    let rocblas = match Rocblas::load(dir, version) {
+        Ok(lib) => format!("rocBLAS {}", lib.library.display()),
+        Err(e) => format!("rocBLAS not available: {e}"),
+    };
+    let hipblaslt = match HipblasLt::load(dir, version) {
+        Ok(lib) => format!("hipBLASLt {}", lib.library.display()),
+        Err(e) => format!("hipBLASLt not available: {e}"),
+    };
+    [rocblas, hipblaslt]
 }
 
 /// Compiles every kernel of `hip/` for `arch` (e.g. gfx90a) with hipRTC; returns the code

@@ -8,5 +8,6 @@ pub mod result;
 pub mod safe;
 pub mod sys;
 
-pub use loader::{Hip, LoadError, library_candidates};
+pub use libloading::Library;
+pub use loader::{Hip, LoadError, library_candidates, open_companion, symbol};
 pub use result::HipError;

@@ -26,6 +26,16 @@ pub enum LoadError {
     },
     #[error("hipRTC was not found beside {runtime} (libhiprtc.so.{major}) nor inside it")]
     NoRtc { runtime: String, major: u32 },
+    /// A companion library (rocBLAS, hipBLASLt) of the loaded runtime failed to open.
+    #[error("{library} could not be loaded: {detail}")]
+    Open { library: String, detail: String },
+    /// The loaded ROCm release has no usable version of a companion library.
+    #[error("{library} is not available for HIP runtime {runtime_version}: {reason}")]
+    Unsupported {
+        library: &'static str,
+        runtime_version: i32,
+        reason: &'static str,
+    },
 }
 
 /// The runtime libraries to try, in order, with their majors: absolute paths in `ROCM_PATH/lib`
@@ -60,7 +70,30 @@ pub struct Hip {
     _rtc: Option<Library>,
 }
 
-fn symbol<T: Copy>(lib: &Library, library: &Path, name: &'static str) -> Result<T, LoadError> {
+/// The whole message of a loading error: libloading keeps dlerror's text (the file that was
+/// missing, the symbol that did not resolve) in the error's source.
+fn describe(e: &libloading::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        text = format!("{text}: {inner}");
+        source = inner.source();
+    }
+    text
+}
+
+/// Opens a companion library of the loaded runtime (rocBLAS, hipBLASLt) at `path`.
+pub fn open_companion(path: &Path) -> Result<Library, LoadError> {
+    // SAFETY: loading a ROCm library runs its initialisers, which are sound to run.
+    unsafe { Library::new(path) }.map_err(|e| LoadError::Open {
+        library: path.display().to_string(),
+        detail: describe(&e),
+    })
+}
+
+/// Resolves `name` in `lib` as a function pointer of type `T` (shared with rocblas-sys and
+/// hipblaslt-sys).
+pub fn symbol<T: Copy>(lib: &Library, library: &Path, name: &'static str) -> Result<T, LoadError> {
     // SAFETY: the caller names a symbol whose C signature is `T` (sys.rs, gpu-apis.md §7);
     // libloading adds the terminating NUL.
     unsafe { lib.get::<T>(name.as_bytes()) }
@@ -68,7 +101,7 @@ fn symbol<T: Copy>(lib: &Library, library: &Path, name: &'static str) -> Result<
         .map_err(|e| LoadError::Symbol {
             library: library.display().to_string(),
             symbol: name,
-            detail: e.to_string(),
+            detail: describe(&e),
         })
 }
 
@@ -91,7 +124,7 @@ impl Hip {
             // SAFETY: loading the HIP runtime runs its initialisers, which are sound to run.
             match unsafe { Library::new(&path) } {
                 Ok(lib) => return Self::from_runtime(lib, path, major),
-                Err(e) => tried.push(format!("{} ({e})", path.display())),
+                Err(e) => tried.push(format!("{} ({})", path.display(), describe(&e))),
             }
         }
         Err(LoadError::NotFound {
