@@ -412,3 +412,32 @@ fn selftest_oracle_uses_the_same_heads() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("PASS"));
 }
+
+#[test]
+fn rocm_backends_without_a_usable_amd_gpu_end_in_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // Whatever this machine has (no ROCm, ROCm without a GPU as in CI, or an AMD GPU the
+    // unwritten device layer cannot use yet), the answer is an error that says which.
+    let reasons = [
+        "the HIP runtime is not available",
+        "no GPU: AMD GPU 0 requested",
+        "cannot run networks on AMD GPUs yet",
+    ];
+    for backend in ["rocm-fp16", "rocm"] {
+        let runs: [&[&str]; 2] = [
+            &["backendbench", "-b", backend, "--batches", "2"],
+            &["eval", "-b", backend, "--position", "startpos"],
+        ];
+        for args in runs {
+            let out = lc0rs(args, dir.path());
+            let err = stderr_of(&out);
+            assert!(!out.status.success(), "{args:?} succeeded");
+            assert!(
+                err.contains(&format!("backend {backend}:")),
+                "{args:?}: {err}"
+            );
+            assert!(reasons.iter().any(|r| err.contains(r)), "{args:?}: {err}");
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+        }
+    }
+}

@@ -5,7 +5,7 @@ use super::{Backend, BackendError, BackendOptions};
 use crate::weights::Network;
 
 /// The backends this build can create.
-pub const BACKEND_NAMES: [&str; 2] = ["cpu", "cuda-fp16"];
+pub const BACKEND_NAMES: [&str; 4] = ["cpu", "cuda-fp16", "rocm-fp16", "rocm"];
 
 /// Creates backend `name` for `network` with lc0-style `options` (`key=value,...`).
 pub fn create_backend(
@@ -17,6 +17,7 @@ pub fn create_backend(
     let backend: Box<dyn Backend> = match name {
         "cpu" => Box::new(CpuBackend::new(network, &options)?),
         "cuda-fp16" => Box::new(super::gpu::create_cuda(name, network, &options)?),
+        "rocm-fp16" | "rocm" => Box::new(super::gpu::create_rocm(name, network, &options)?),
         _ => {
             return Err(BackendError::UnknownBackend {
                 name: name.to_owned(),

@@ -2,7 +2,9 @@
 //! kernels of `hip/` with hipRTC (no GPU needed). The ROCm implementation of `GpuDevice` (HIP
 //! runtime, rocBLAS, hipBLASLt) builds on this.
 
-use hip_sys::result::{device_attribute, device_count, device_name, runtime_version, version_text};
+use hip_sys::result::{
+    arch_name, device_attribute, device_count, device_name, runtime_version, version_text,
+};
 use hip_sys::safe::{compile, rtc_version};
 use hip_sys::sys::{HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, HIP_DEVICE_ATTRIBUTE_WARP_SIZE};
 use hip_sys::{Hip, LoadError};
@@ -54,16 +56,39 @@ pub fn report() -> Vec<String> {
         Err(e) => lines.push(format!("no GPUs: {e}")),
         Ok(0) => lines.push("no GPUs: the HIP runtime reports none (hipErrorNoDevice)".to_owned()),
         Ok(n) => {
-            for i in 0..n {
-                let name = device_name(&hip, i).unwrap_or_else(|e| e.to_string());
-                let sms = device_attribute(&hip, HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, i)
-                    .unwrap_or(0);
-                let wave = device_attribute(&hip, HIP_DEVICE_ATTRIBUTE_WARP_SIZE, i).unwrap_or(0);
-                lines.push(format!("gpu {i}: {name}, {sms} compute units, wave {wave}"));
-            }
+            lines.extend((0..n).map(|i| format!("gpu {i}: {}", describe_gpu(&hip, i))));
         }
     }
     lines
+}
+
+/// One GPU in words: name, arch, compute units, wave size (unreadable fields say why).
+fn describe_gpu(hip: &Hip, ordinal: usize) -> String {
+    let name = device_name(hip, ordinal).unwrap_or_else(|e| e.to_string());
+    let arch = arch_name(hip, ordinal).unwrap_or_else(|e| e.to_string());
+    let cus = device_attribute(hip, HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ordinal)
+        .map_or_else(|e| e.to_string(), |n| n.to_string());
+    let wave = device_attribute(hip, HIP_DEVICE_ATTRIBUTE_WARP_SIZE, ordinal)
+        .map_or_else(|e| e.to_string(), |n| n.to_string());
+    format!("{name} ({arch}), {cus} compute units, wave {wave}")
+}
+
+/// Finds AMD GPU `ordinal` through the HIP runtime and describes it; where there is no runtime
+/// or no such GPU, the error says which.
+pub fn find_gpu(ordinal: usize) -> Result<String, GpuError> {
+    let hip = Hip::load()?;
+    let call = |e: hip_sys::HipError| GpuError::Call {
+        call: e.call,
+        detail: e.to_string(),
+    };
+    let count = device_count(&hip).map_err(call)?;
+    if ordinal >= count {
+        return Err(GpuError::NoDevice(format!(
+            "AMD GPU {ordinal} requested, the HIP runtime {} reports {count}",
+            hip.runtime_library.display()
+        )));
+    }
+    Ok(format!("gpu {ordinal}: {}", describe_gpu(&hip, ordinal)))
 }
 
 /// Whether rocBLAS and hipBLASLt of the runtime's release load (and resolve every function

@@ -140,6 +140,9 @@ impl Hip {
             hip_device_get_name: symbol(&lib, &path, "hipDeviceGetName")?,
             hip_device_get_attribute: symbol(&lib, &path, "hipDeviceGetAttribute")?,
             hip_get_error_string: symbol(&lib, &path, "hipGetErrorString")?,
+            hip_get_device_properties: symbol(&lib, &path, "hipGetDeviceProperties")?,
+            hip_get_device_properties_r0600: symbol(&lib, &path, "hipGetDevicePropertiesR0600")
+                .ok(),
         };
         let rtc_name = format!("libhiprtc.so.{major}");
         let rtc_path = match path.parent().filter(|p| !p.as_os_str().is_empty()) {

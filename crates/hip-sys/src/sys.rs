@@ -20,6 +20,15 @@ pub const HIPRTC_ERROR_COMPILATION: HiprtcResult = 6;
 pub const HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: c_int = 63;
 pub const HIP_DEVICE_ATTRIBUTE_WARP_SIZE: c_int = 87;
 
+/// `hipGetDeviceProperties*`: fills a `hipDeviceProp_t` whose layout depends on the symbol.
+pub type GetDeviceProperties = unsafe extern "C" fn(*mut c_void, c_int) -> HipErrorCode;
+/// A buffer larger than every `hipDeviceProp_t` layout (792 bytes R0000, 1472 bytes R0600).
+pub const DEVICE_PROPERTIES_BUFFER_BYTES: usize = 4096;
+/// Where `gcnArchName` lies in `hipDeviceProp_tR0600` (ROCm 6.0–7.x, gpu-apis.md §1.5).
+pub const GCN_ARCH_NAME_OFFSET_R0600: usize = 1160;
+/// Where `gcnArchName` lies in `hipDeviceProp_tR0000` (ROCm 5.x, and the unversioned symbol on 6/7).
+pub const GCN_ARCH_NAME_OFFSET_R0000: usize = 396;
+
 /// The HIP runtime functions.
 #[derive(Clone, Copy)]
 pub struct RuntimeFns {
@@ -29,6 +38,10 @@ pub struct RuntimeFns {
     pub hip_device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> HipErrorCode,
     pub hip_device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> HipErrorCode,
     pub hip_get_error_string: unsafe extern "C" fn(HipErrorCode) -> *const c_char,
+    /// The exported legacy symbol: the R0000 layout on every release.
+    pub hip_get_device_properties: GetDeviceProperties,
+    /// `hipGetDevicePropertiesR0600`, present from ROCm 6.0.
+    pub hip_get_device_properties_r0600: Option<GetDeviceProperties>,
 }
 
 /// The hipRTC functions.

@@ -412,6 +412,27 @@ impl Backend for GpuBackend {
 }
 
 /// Creates `cuda-fp16` on the CUDA GPU chosen by the options.
+/// `rocm-fp16` / `rocm`: finds the AMD GPU through the project's HIP bindings. The ROCm
+/// implementation of the GPU layer is not written yet, so even with a GPU this ends in an error
+/// that says so; without one, the error names the missing runtime or device.
+pub fn create_rocm(
+    name: &str,
+    mut network: Network,
+    options: &BackendOptions,
+) -> Result<GpuBackend, BackendError> {
+    let gpu_options = GpuOptions::take(name, options, &mut network)?;
+    let gpu_error = |error: GpuError| BackendError::Gpu {
+        backend: name.to_owned(),
+        error,
+    };
+    let gpu = crate::gpu::hip::find_gpu(gpu_options.gpu).map_err(gpu_error)?;
+    Err(gpu_error(GpuError::Unsupported(format!(
+        "found {gpu}, but lc0rs cannot run networks on AMD GPUs yet: the ROCm device layer \
+         (memory, streams, kernel launch, rocBLAS/hipBLASLt GEMMs) is still to be written; \
+         use -b cpu"
+    ))))
+}
+
 pub fn create_cuda(
     name: &str,
     mut network: Network,
