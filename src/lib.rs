@@ -12,5 +12,6 @@ pub mod gpu;
 pub mod netgen;
 pub mod netsource;
 pub mod profile;
+pub mod search;
 pub mod selftest;
 pub mod weights;

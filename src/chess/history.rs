@@ -195,6 +195,11 @@ impl PositionHistory {
         0
     }
 
+    /// Takes back moves until `len` positions remain (at least the first).
+    pub fn truncate(&mut self, len: usize) {
+        self.entries.truncate(len.max(1));
+    }
+
     pub fn last(&self) -> &HistoryEntry {
         self.entries.last().expect("a history is never empty")
     }

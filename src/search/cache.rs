@@ -1,0 +1,117 @@
+//! The NN cache: evaluations keyed by the network input (planes and position), so a position
+//! reached again (by transposition, or in the next move's search) costs no backend call.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+
+use crate::chess::InputPlanes;
+
+/// What the network said about a position: its value for the side to move and the priors of
+/// the legal moves in move-generation order.
+#[derive(Debug, Clone)]
+pub struct CachedEval {
+    pub q: f32,
+    pub d: f32,
+    pub m: f32,
+    pub priors: Vec<f32>,
+}
+
+/// A bounded map; the oldest entries leave first.
+pub struct NnCache {
+    capacity: usize,
+    entries: HashMap<u64, CachedEval>,
+    order: VecDeque<u64>,
+}
+
+impl NnCache {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    /// The key of a network input: every plane, plus the position's own hash (the planes of
+    /// some formats do not carry the en-passant square).
+    pub fn key(planes: &InputPlanes, position_key: u64) -> u64 {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for plane in planes {
+            plane.mask.hash(&mut hasher);
+            plane.value.to_bits().hash(&mut hasher);
+        }
+        position_key.hash(&mut hasher);
+        hasher.finish()
+    }
+
+    pub fn get(&self, key: u64) -> Option<&CachedEval> {
+        self.entries.get(&key)
+    }
+
+    pub fn insert(&mut self, key: u64, eval: CachedEval) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self.entries.insert(key, eval).is_none() {
+            self.order.push_back(key);
+        }
+        while self.entries.len() > self.capacity {
+            if let Some(old) = self.order.pop_front() {
+                self.entries.remove(&old);
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Changes the bound, dropping the oldest entries if it shrank.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        if capacity == 0 {
+            self.entries.clear();
+            self.order.clear();
+        }
+        while self.entries.len() > self.capacity {
+            if let Some(old) = self.order.pop_front() {
+                self.entries.remove(&old);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eval(q: f32) -> CachedEval {
+        CachedEval {
+            q,
+            d: 0.0,
+            m: 0.0,
+            priors: vec![1.0],
+        }
+    }
+
+    #[test]
+    fn the_oldest_entries_leave_first() {
+        let mut cache = NnCache::new(2);
+        cache.insert(1, eval(0.1));
+        cache.insert(2, eval(0.2));
+        cache.insert(3, eval(0.3));
+        assert!(cache.get(1).is_none());
+        assert_eq!(cache.get(2).map(|e| e.q), Some(0.2));
+        assert_eq!(cache.get(3).map(|e| e.q), Some(0.3));
+        cache.set_capacity(1);
+        assert_eq!(cache.len(), 1);
+        assert!(cache.get(3).is_some());
+        cache.set_capacity(0);
+        cache.insert(4, eval(0.4));
+        assert!(cache.is_empty());
+    }
+}

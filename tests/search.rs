@@ -1,0 +1,171 @@
+//! The MCTS on the cpu backend with the bundled tiny net: game rules at the leaves, mates
+//! found, batching through virtual loss, and tree reuse.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use lc0rs::backend::{Backend, BackendAttributes, BackendError, BatchOutput, create_backend};
+use lc0rs::chess::{InputPlanes, PositionHistory};
+use lc0rs::netsource::NetSource;
+use lc0rs::search::{Limits, Search, SearchParams, terminal_value, uci};
+use lc0rs::weights::LoadOptions;
+use lc0rs::weights::format::InputFormat;
+use shakmaty::Position;
+
+fn cpu_backend() -> Box<dyn Backend> {
+    let (net, _) = NetSource::parse(None)
+        .unwrap()
+        .load(&LoadOptions::default(), &mut |_, _| {})
+        .unwrap();
+    create_backend("cpu", net, "").unwrap()
+}
+
+/// Counts the backend calls and the largest batch.
+struct Counting {
+    inner: Box<dyn Backend>,
+    calls: AtomicUsize,
+    largest: AtomicUsize,
+}
+
+impl Backend for Counting {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn attributes(&self) -> BackendAttributes {
+        self.inner.attributes()
+    }
+    fn input_format(&self) -> InputFormat {
+        self.inner.input_format()
+    }
+    fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.largest.fetch_max(batch.len(), Ordering::Relaxed);
+        self.inner.evaluate(batch)
+    }
+}
+
+fn history(spec: &str) -> PositionHistory {
+    PositionHistory::from_spec(spec).unwrap()
+}
+
+fn search_nodes(search: &mut Search, nodes: u64) -> lc0rs::search::SearchResult {
+    let stop = AtomicBool::new(false);
+    let limits = Limits {
+        nodes: Some(nodes),
+        time: None,
+    };
+    search.run(limits, &stop, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn game_ends_are_scored_by_the_rules() {
+    // Fool's mate: the side that just moved (black) has mated.
+    let mated = history("startpos moves f2f3 e7e5 g2g4 d8h4");
+    assert_eq!(terminal_value(&mated), Some(1.0));
+    let stalemate = history("fen 7k/5Q2/6K1/8/8/8/8/8 b - - 0 1");
+    assert_eq!(terminal_value(&stalemate), Some(0.0));
+    let fifty = history("fen 7k/8/6K1/8/8/8/8/R7 b - - 100 80");
+    assert_eq!(terminal_value(&fifty), Some(0.0));
+    let bare_kings = history("fen 7k/8/6K1/8/8/8/8/8 w - - 0 1");
+    assert_eq!(terminal_value(&bare_kings), Some(0.0));
+    let shuffle = "g1f3 g8f6 f3g1 f6g8";
+    let twice = history(&format!("startpos moves {shuffle}"));
+    assert_eq!(
+        terminal_value(&twice),
+        None,
+        "a single repetition is not a draw"
+    );
+    let thrice = history(&format!("startpos moves {shuffle} {shuffle}"));
+    assert_eq!(terminal_value(&thrice), Some(0.0));
+    assert_eq!(terminal_value(&history("startpos moves e2e4")), None);
+}
+
+#[test]
+fn mates_in_one_are_found_with_a_few_hundred_nodes() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    let cases = [
+        ("fen 6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8"),
+        ("fen r5k1/8/8/8/8/8/5PPP/6K1 b - - 0 1", "a8a1"),
+        (
+            "fen r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4",
+            "h5f7",
+        ),
+    ];
+    for (spec, mate) in cases {
+        let mut search = Search::new(backend.clone(), SearchParams::default());
+        search.set_position(history(spec));
+        let result = search_nodes(&mut search, 300);
+        assert_eq!(uci(&result.best_move), mate, "{spec}");
+        assert_eq!(result.info.mate, Some(1), "{spec}");
+        assert!(result.info.q > 0.9, "{spec}: q {}", result.info.q);
+    }
+}
+
+#[test]
+fn leaves_are_batched_and_best_moves_are_legal() {
+    let counting = Arc::new(Counting {
+        inner: cpu_backend(),
+        calls: AtomicUsize::new(0),
+        largest: AtomicUsize::new(0),
+    });
+    let params = SearchParams {
+        minibatch: 16,
+        ..SearchParams::default()
+    };
+    let mut search = Search::new(counting.clone(), params);
+    for spec in [
+        "startpos",
+        "startpos moves e2e4 c7c5 g1f3 d7d6 d2d4 c5d4 f3d4 g8f6 b1c3 a7a6",
+        "fen 8/8/8/4k3/8/8/4P3/4K3 w - - 0 1",
+        "fen r3k2r/8/8/8/8/8/8/R3K2R b KQkq - 0 1",
+    ] {
+        let h = history(spec);
+        search.set_position(h.clone());
+        let result = search_nodes(&mut search, 160);
+        assert!(
+            h.last().position.is_legal(result.best_move),
+            "{spec}: {}",
+            uci(&result.best_move)
+        );
+        assert_eq!(result.info.nodes, 160, "{spec}");
+        assert!(result.info.depth >= 1 && result.info.seldepth >= result.info.depth);
+        assert_eq!(result.info.pv.first(), Some(&result.best_move));
+    }
+    let calls = counting.calls.load(Ordering::Relaxed);
+    assert!(
+        calls <= 4 * 160 / 4,
+        "{calls} backend calls for 640 playouts"
+    );
+    assert!(counting.largest.load(Ordering::Relaxed) > 1);
+    assert!(counting.largest.load(Ordering::Relaxed) <= 16);
+}
+
+#[test]
+fn the_subtree_of_the_played_move_is_kept() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    let mut search = Search::new(backend, SearchParams::default());
+    search.set_position(PositionHistory::startpos());
+    let result = search_nodes(&mut search, 400);
+    let expected = history("startpos").last().position.clone();
+    assert!(expected.is_legal(result.best_move));
+    search.advance(std::slice::from_ref(&result.best_move));
+    assert!(
+        search.root_visits() > 0,
+        "the best move's visits are reused"
+    );
+    assert_eq!(search.history().len(), 2);
+    let reply = search_nodes(&mut search, 50);
+    assert!(search.history().last().position.is_legal(reply.best_move));
+}
+
+#[test]
+fn a_finished_game_is_an_error_not_a_move() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    let mut search = Search::new(backend, SearchParams::default());
+    search.set_position(history("startpos moves f2f3 e7e5 g2g4 d8h4"));
+    let stop = AtomicBool::new(false);
+    let e = search
+        .run(Limits::default(), &stop, &mut |_| {})
+        .unwrap_err();
+    assert!(e.to_string().contains("game is over"), "{e}");
+}
