@@ -14,4 +14,5 @@ pub mod netsource;
 pub mod profile;
 pub mod search;
 pub mod selftest;
+pub mod uci;
 pub mod weights;

@@ -52,6 +52,11 @@ enum Command {
         #[arg(long, default_value = "linear16", value_parser = clap::builder::PossibleValuesParser::new(LayerEncoding::ALL.map(LayerEncoding::name)))]
         encoding: String,
     },
+    /// Play chess over UCI (for GUIs and tools): MCTS on the chosen backend.
+    Uci {
+        #[command(flatten)]
+        net: NetArgs,
+    },
     /// Evaluate positions: value, draw, moves left and the move probabilities.
     Eval {
         #[command(flatten)]
@@ -252,6 +257,17 @@ fn run(cli: Cli) -> Result<()> {
                 Some(sets) => compare_backends(&net, &config, fen.as_deref(), &sets),
                 None => backendbench(&net, &config, fen.as_deref(), header_only_once, &outputs),
             }
+        }
+        Command::Uci { net } => {
+            let config = lc0rs::uci::EngineConfig {
+                weights: net.weights.clone(),
+                backend: net.backend_name(),
+                backend_options: net.backend_opts.clone(),
+            };
+            let out: lc0rs::uci::Output =
+                std::sync::Arc::new(std::sync::Mutex::new(std::io::stdout()));
+            lc0rs::uci::run(std::io::stdin().lock(), out, config);
+            Ok(())
         }
         Command::Devices => {
             devices();

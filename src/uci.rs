@@ -1,0 +1,514 @@
+//! The UCI protocol over any backend: a GUI (or a test) writes commands, the engine answers on
+//! its output. The search runs on its own thread so `stop`, `isready` and `quit` are answered
+//! while it thinks.
+
+use std::io::{BufRead, Write};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use shakmaty::uci::UciMove;
+use shakmaty::{Color, Move, Position};
+
+use crate::backend::{Backend, create_backend};
+use crate::chess::PositionHistory;
+use crate::netsource::NetSource;
+use crate::search::{Limits, Search, SearchInfo, SearchParams, uci};
+use crate::weights::LoadOptions;
+
+/// Where the engine's lines go; shared with the search thread.
+pub type Output = Arc<Mutex<dyn Write + Send>>;
+
+/// The network and backend to load (the UCI options WeightsFile, Backend, BackendOptions).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineConfig {
+    pub weights: Option<String>,
+    pub backend: String,
+    pub backend_options: String,
+}
+
+/// Time kept back per move for the GUI and the transfer of the move.
+const DEFAULT_MOVE_OVERHEAD_MS: u64 = 100;
+/// Moves to plan for when the GUI does not say (`movestogo`).
+const DEFAULT_MOVES_TO_GO: u64 = 30;
+
+/// A search on its thread; `endless` when only `stop` ends it (`go infinite`).
+struct Running {
+    handle: JoinHandle<Search>,
+    stop: Arc<AtomicBool>,
+    endless: bool,
+}
+
+struct Engine {
+    out: Output,
+    config: EngineConfig,
+    params: SearchParams,
+    move_overhead: Duration,
+    search: Option<Search>,
+    running: Option<Running>,
+    /// The last `position` as its start and its moves, to reuse the tree when it grows.
+    position: (String, Vec<String>),
+}
+
+/// Runs the protocol until `quit` or the end of `input`.
+pub fn run(input: impl BufRead, out: Output, config: EngineConfig) {
+    let mut engine = Engine {
+        out,
+        config,
+        params: SearchParams::default(),
+        move_overhead: Duration::from_millis(DEFAULT_MOVE_OVERHEAD_MS),
+        search: None,
+        running: None,
+        position: ("startpos".to_owned(), Vec::new()),
+    };
+    for line in input.lines() {
+        let Ok(line) = line else { break };
+        if !engine.handle(line.trim()) {
+            break;
+        }
+    }
+    engine.stop();
+}
+
+fn say(out: &Output, line: &str) {
+    let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+    // A GUI that closed its end cannot be told anything; the loop ends with its input.
+    let _ = writeln!(out, "{line}").and_then(|()| out.flush());
+}
+
+impl Engine {
+    /// Handles one line; false on `quit`.
+    fn handle(&mut self, line: &str) -> bool {
+        let (command, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let rest = rest.trim();
+        match command {
+            "" => {}
+            "uci" => self.identify(),
+            "isready" => {
+                if self.running.is_none() {
+                    self.ensure_search();
+                }
+                say(&self.out, "readyok");
+            }
+            "ucinewgame" => {
+                self.finish_search();
+                if let Some(search) = &mut self.search {
+                    *search = Search::new(search.backend().clone(), self.params);
+                }
+                self.position = ("startpos".to_owned(), Vec::new());
+            }
+            "setoption" => self.set_option(rest),
+            "position" => self.set_position(rest),
+            "go" => self.go(rest),
+            "stop" => self.stop(),
+            "ponderhit" => {}
+            "quit" => return false,
+            _ => self.tell(&format!("unknown command: {}", truncate(line))),
+        }
+        true
+    }
+
+    fn tell(&self, text: &str) {
+        say(&self.out, &format!("info string {text}"));
+    }
+
+    fn identify(&self) {
+        let p = SearchParams::default();
+        let lines = [
+            format!("id name lc0rs {}", env!("CARGO_PKG_VERSION")),
+            "id author the lc0rs authors".to_owned(),
+            "option name WeightsFile type string default <bundled>".to_owned(),
+            format!(
+                "option name Backend type string default {}",
+                self.config.backend
+            ),
+            "option name BackendOptions type string default".to_owned(),
+            "option name Threads type spin default 1 min 1 max 128".to_owned(),
+            format!(
+                "option name MinibatchSize type spin default {} min 1 max 1024",
+                p.minibatch
+            ),
+            format!("option name CPuct type string default {}", p.cpuct),
+            format!(
+                "option name FpuReduction type string default {}",
+                p.fpu_reduction
+            ),
+            format!(
+                "option name PolicyTemperature type string default {}",
+                p.policy_temperature
+            ),
+            format!(
+                "option name NNCacheSize type spin default {} min 0 max 100000000",
+                p.cache_size
+            ),
+            format!(
+                "option name MoveOverhead type spin default {DEFAULT_MOVE_OVERHEAD_MS} min 0 max 10000"
+            ),
+            "uciok".to_owned(),
+        ];
+        for line in lines {
+            say(&self.out, &line);
+        }
+    }
+
+    /// `setoption name NAME [value VALUE]`.
+    fn set_option(&mut self, rest: &str) {
+        let Some(rest) = rest.strip_prefix("name ") else {
+            return self.tell("setoption needs `name NAME [value VALUE]`");
+        };
+        let (name, value) = match rest.split_once(" value") {
+            Some((n, v)) => (n.trim(), v.trim()),
+            None => (rest.trim(), ""),
+        };
+        self.finish_search();
+        if let Err(reason) = self.apply_option(&name.to_ascii_lowercase(), value) {
+            self.tell(&format!("option {}: {reason}", truncate(name)));
+        }
+    }
+
+    fn apply_option(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let mut params = self.params;
+        match name {
+            "weightsfile" => self.reload(|c| c.weights = non_default(value)),
+            "backend" => self.reload(|c| c.backend = value.to_owned()),
+            "backendoptions" => self.reload(|c| c.backend_options = value.to_owned()),
+            // Accepted for GUIs that always send it: one thread gathers each batch and the
+            // backend parallelises the evaluation itself.
+            "threads" => {
+                parse_in::<usize>(value, 1, 128)?;
+            }
+            "minibatchsize" => params.minibatch = parse_in(value, 1, 1024)?,
+            "cpuct" => params.cpuct = parse_in(value, 0.0, 100.0)?,
+            "fpureduction" => params.fpu_reduction = parse_in(value, -10.0, 10.0)?,
+            "policytemperature" => params.policy_temperature = parse_in(value, 0.01, 100.0)?,
+            "nncachesize" => params.cache_size = parse_in(value, 0, 100_000_000)?,
+            "moveoverhead" => {
+                self.move_overhead = Duration::from_millis(parse_in(value, 0, 10_000)?)
+            }
+            _ => return Err("no such option".to_owned()),
+        }
+        self.params = params;
+        if let Some(search) = &mut self.search {
+            search.set_params(params);
+        }
+        Ok(())
+    }
+
+    /// Changes the network or backend; it is loaded again at the next `isready` or `go`.
+    fn reload(&mut self, change: impl FnOnce(&mut EngineConfig)) {
+        change(&mut self.config);
+        self.search = None;
+    }
+
+    /// Loads the network and creates the backend if that has not happened yet.
+    fn ensure_search(&mut self) -> bool {
+        if self.search.is_some() {
+            return true;
+        }
+        match load_backend(&self.config) {
+            Ok(backend) => {
+                let mut search = Search::new(Arc::from(backend), self.params);
+                match position_history(&self.position.0, &self.position.1) {
+                    Ok(history) => search.set_position(history),
+                    Err(e) => self.tell(&e),
+                }
+                self.search = Some(search);
+                true
+            }
+            Err(e) => {
+                self.tell(&format!("error: {e}"));
+                false
+            }
+        }
+    }
+
+    /// `position startpos|fen FEN [moves M...]`: keeps the tree when the moves extend the last
+    /// position's.
+    fn set_position(&mut self, rest: &str) {
+        self.finish_search();
+        let (start, moves) = match rest.split_once("moves") {
+            Some((s, m)) => (s.trim(), m.split_whitespace().map(str::to_owned).collect()),
+            None => (rest.trim(), Vec::new()),
+        };
+        let history = match position_history(start, &moves) {
+            Ok(h) => h,
+            Err(e) => return self.tell(&e),
+        };
+        let (old_start, old_moves) = &self.position;
+        let extends = old_start == start && moves.starts_with(old_moves);
+        if let Some(search) = &mut self.search {
+            match extends.then(|| moves_between(search.history(), &moves[old_moves.len()..])) {
+                Some(Some(played)) => search.advance(&played),
+                _ => search.set_position(history),
+            }
+        }
+        self.position = (start.to_owned(), moves);
+    }
+
+    fn go(&mut self, rest: &str) {
+        self.finish_search();
+        if !self.ensure_search() {
+            return say(&self.out, "bestmove 0000");
+        }
+        let mut search = self.search.take().expect("ensure_search made one");
+        let turn = search.history().last().position.turn();
+        let limits = match parse_go(rest, turn, self.move_overhead) {
+            Ok(limits) => limits,
+            Err(e) => {
+                self.tell(&e);
+                self.search = Some(search);
+                return;
+            }
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (out, flag) = (self.out.clone(), stop.clone());
+        let handle = std::thread::spawn(move || {
+            let mut report = |info: &SearchInfo| say(&out, &info_line(info));
+            match search.run(limits, &flag, &mut report) {
+                Ok(result) => say(&out, &format!("bestmove {}", uci(&result.best_move))),
+                Err(e) => {
+                    say(&out, &format!("info string {e}"));
+                    say(&out, "bestmove 0000");
+                }
+            }
+            search
+        });
+        let endless = limits == Limits::default();
+        self.running = Some(Running {
+            handle,
+            stop,
+            endless,
+        });
+    }
+
+    /// Before a command that changes the search (sent early, against the protocol, by scripts
+    /// that do not wait for `bestmove`): lets a limited search finish, stops an endless one.
+    fn finish_search(&mut self) {
+        if self.running.as_ref().is_some_and(|r| r.endless) {
+            self.stop();
+        }
+        self.join();
+    }
+
+    /// Ends a running search; its `bestmove` is written before this returns.
+    fn stop(&mut self) {
+        if let Some(running) = &self.running {
+            running.stop.store(true, Ordering::Relaxed);
+        }
+        self.join();
+    }
+
+    fn join(&mut self) {
+        if let Some(running) = self.running.take() {
+            match running.handle.join() {
+                Ok(search) => self.search = Some(search),
+                Err(_) => self.tell("error: the search thread failed"),
+            }
+        }
+    }
+}
+
+fn load_backend(config: &EngineConfig) -> Result<Box<dyn Backend>, String> {
+    let source = NetSource::parse(config.weights.as_deref()).map_err(|e| e.to_string())?;
+    let (network, _) = source
+        .load(&LoadOptions::default(), &mut |_, _| {})
+        .map_err(|e| format!("loading {}: {e}", source.display_name()))?;
+    create_backend(&config.backend, network, &config.backend_options).map_err(|e| e.to_string())
+}
+
+fn position_history(start: &str, moves: &[String]) -> Result<PositionHistory, String> {
+    let spec = match start {
+        "startpos" => "startpos".to_owned(),
+        s if s.starts_with("fen ") => s.to_owned(),
+        s => {
+            return Err(format!(
+                "position: expected startpos or fen, got {:?}",
+                truncate(s)
+            ));
+        }
+    };
+    let spec = if moves.is_empty() {
+        spec
+    } else {
+        format!("{spec} moves {}", moves.join(" "))
+    };
+    PositionHistory::from_spec(&spec).map_err(|e| format!("position: {e}"))
+}
+
+/// The moves `ucis` as played from the last position of `history`, if all are legal.
+fn moves_between(history: &PositionHistory, ucis: &[String]) -> Option<Vec<Move>> {
+    let mut position = history.last().position.clone();
+    let mut played = Vec::with_capacity(ucis.len());
+    for text in ucis {
+        let m = UciMove::from_str(text).ok()?.to_move(&position).ok()?;
+        position.play_unchecked(m);
+        played.push(m);
+    }
+    Some(played)
+}
+
+/// The limits of `go`: `nodes`, `movetime`, the clock (`wtime btime winc binc movestogo`),
+/// or none for `infinite`.
+fn parse_go(rest: &str, turn: Color, overhead: Duration) -> Result<Limits, String> {
+    let mut limits = Limits::default();
+    let (mut time, mut inc, mut moves_to_go) = (None, 0u64, DEFAULT_MOVES_TO_GO);
+    let mut tokens = rest.split_whitespace();
+    while let Some(key) = tokens.next() {
+        let mut number = || -> Result<u64, String> {
+            let value = tokens.next().ok_or(format!("go {key}: missing value"))?;
+            // Clocks can run negative in some GUIs; treat that as no time left.
+            value
+                .parse::<i64>()
+                .map(|v| v.max(0) as u64)
+                .map_err(|_| format!("go {key}: {:?} is not a number", truncate(value)))
+        };
+        let ours = |white: bool| (turn == Color::White) == white;
+        match key {
+            "infinite" | "ponder" => {}
+            "nodes" => limits.nodes = Some(number()?),
+            "movetime" => {
+                limits.time = Some(Duration::from_millis(number()?).saturating_sub(overhead))
+            }
+            "wtime" | "btime" => {
+                let t = number()?;
+                if ours(key == "wtime") {
+                    time = Some(t);
+                }
+            }
+            "winc" | "binc" => {
+                let i = number()?;
+                if ours(key == "winc") {
+                    inc = i;
+                }
+            }
+            "movestogo" => moves_to_go = number()?.max(1),
+            "depth" | "mate" => {
+                number()?;
+            }
+            other => return Err(format!("go: unknown parameter {:?}", truncate(other))),
+        }
+    }
+    if let Some(left) = time {
+        limits.time = Some(move_budget(left, inc, moves_to_go, overhead));
+    }
+    Ok(limits)
+}
+
+/// Time for this move: an even share of the clock plus most of the increment, never more than
+/// half of what is left, minus the overhead.
+fn move_budget(left_ms: u64, inc_ms: u64, moves_to_go: u64, overhead: Duration) -> Duration {
+    let share = left_ms / moves_to_go + inc_ms * 3 / 4;
+    let budget = share.min(left_ms / 2);
+    Duration::from_millis(budget).saturating_sub(overhead)
+}
+
+/// `info depth .. seldepth .. time .. nodes .. nps .. score cp|mate .. pv ..`.
+fn info_line(info: &SearchInfo) -> String {
+    let score = match info.mate {
+        Some(m) => format!("mate {m}"),
+        None => format!("cp {}", info.centipawns()),
+    };
+    let mut line = format!(
+        "info depth {} seldepth {} time {} nodes {} nps {} score {score}",
+        info.depth,
+        info.seldepth,
+        info.elapsed.as_millis(),
+        info.nodes,
+        info.nps()
+    );
+    if !info.pv.is_empty() {
+        line.push_str(" pv ");
+        line.push_str(&info.pv_uci().join(" "));
+    }
+    line
+}
+
+fn parse_in<T: FromStr + PartialOrd + std::fmt::Display>(
+    value: &str,
+    min: T,
+    max: T,
+) -> Result<T, String> {
+    match value.parse::<T>() {
+        Ok(v) if v >= min && v <= max => Ok(v),
+        _ => Err(format!(
+            "{:?} is not a value from {min} to {max}",
+            truncate(value)
+        )),
+    }
+}
+
+fn non_default(value: &str) -> Option<String> {
+    (!value.is_empty() && value != "<bundled>").then(|| value.to_owned())
+}
+
+/// At most 80 characters of untrusted text, for messages.
+fn truncate(text: &str) -> &str {
+    text.char_indices()
+        .nth(80)
+        .map_or(text, |(i, _)| &text[..i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_gives_a_share_plus_increment_within_half() {
+        let none = Duration::ZERO;
+        assert_eq!(
+            move_budget(60_000, 0, 30, none),
+            Duration::from_millis(2_000)
+        );
+        assert_eq!(
+            move_budget(60_000, 1_000, 30, none),
+            Duration::from_millis(2_750)
+        );
+        assert_eq!(
+            move_budget(1_000, 10_000, 30, none),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            move_budget(3_000, 0, 1, Duration::from_millis(100)),
+            Duration::from_millis(1_400)
+        );
+        assert_eq!(
+            move_budget(50, 0, 30, Duration::from_millis(100)),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn go_reads_the_clock_of_the_side_to_move() {
+        let o = Duration::ZERO;
+        let go = |s, c| parse_go(s, c, o).unwrap();
+        let black = go("wtime 1000 btime 60000 movestogo 10", Color::Black);
+        assert_eq!(black.time, Some(Duration::from_millis(6_000)));
+        let white = go("wtime 1000 btime 60000 movestogo 10", Color::White);
+        assert_eq!(white.time, Some(Duration::from_millis(100)));
+        assert_eq!(go("nodes 800", Color::White).nodes, Some(800));
+        assert_eq!(go("infinite", Color::White), Limits::default());
+        assert!(parse_go("nodes many", Color::White, o).is_err());
+        assert!(parse_go("nodes", Color::White, o).is_err());
+        assert!(parse_go("sideways 3", Color::White, o).is_err());
+    }
+
+    #[test]
+    fn centipawns_follow_lc0s_curve() {
+        let info = |q| SearchInfo {
+            depth: 1,
+            seldepth: 1,
+            nodes: 1,
+            elapsed: Duration::ZERO,
+            q,
+            mate: None,
+            pv: Vec::new(),
+        };
+        assert_eq!(info(0.0).centipawns(), 0);
+        // 90·tan(1.5637541897·0.5) = 90·0.99435… ≈ 89.5
+        assert_eq!(info(0.5).centipawns(), 89);
+        assert_eq!(info(-0.5).centipawns(), -89);
+        assert!(info(1.0).centipawns() > 10_000);
+    }
+}

@@ -1,0 +1,273 @@
+//! The UCI engine driven through stdin/stdout as a GUI drives it, on the cpu backend with the
+//! bundled tiny net.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use lc0rs::chess::PositionHistory;
+use lc0rs::search::terminal_value;
+use shakmaty::Position;
+
+struct Engine {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Engine {
+    fn start() -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lc0rs"))
+            .args(["uci", "-b", "cpu"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Lines up to and including the first that starts with `prefix`.
+    fn until(&mut self, prefix: &str, timeout: Duration) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let done = line.starts_with(prefix);
+                    seen.push(line);
+                    if done {
+                        return seen;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("no {prefix:?} within {timeout:?}: {seen:?}")
+                }
+                Err(RecvTimeoutError::Disconnected) => panic!("the engine exited: {seen:?}"),
+            }
+        }
+    }
+
+    fn best_move(&mut self, go: &str) -> (String, Vec<String>) {
+        self.send(go);
+        let lines = self.until("bestmove", Duration::from_secs(60));
+        let best = lines
+            .last()
+            .unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .to_owned();
+        (best, lines)
+    }
+
+    fn quit(mut self) {
+        self.send("quit");
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}");
+    }
+}
+
+const SECOND: Duration = Duration::from_secs(1);
+
+#[test]
+fn the_handshake_lists_the_options() {
+    let mut engine = Engine::start();
+    engine.send("uci");
+    let lines = engine.until("uciok", 10 * SECOND);
+    assert!(lines[0].starts_with("id name lc0rs"), "{lines:?}");
+    for option in [
+        "WeightsFile",
+        "Backend",
+        "BackendOptions",
+        "Threads",
+        "MinibatchSize",
+        "CPuct",
+        "FpuReduction",
+        "PolicyTemperature",
+        "NNCacheSize",
+        "MoveOverhead",
+    ] {
+        let needle = format!("option name {option} type");
+        assert!(
+            lines.iter().any(|l| l.starts_with(&needle)),
+            "{option}: {lines:?}"
+        );
+    }
+    engine.send("isready");
+    engine.until("readyok", 30 * SECOND);
+    engine.quit();
+}
+
+#[test]
+fn searches_answer_legal_moves_with_info_lines() {
+    let mut engine = Engine::start();
+    engine.send("setoption name MinibatchSize value 32");
+    engine.send("setoption name CPuct value 2.5");
+    engine.send("ucinewgame");
+    let spec = "startpos moves e2e4 e7e5 g1f3";
+    engine.send(&format!("position {spec}"));
+    let (best, lines) = engine.best_move("go nodes 100");
+    let history = PositionHistory::from_spec(spec).unwrap();
+    let mut after = history.clone();
+    after.play_uci(&best).expect("bestmove is legal");
+    let info = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("info depth"))
+        .unwrap();
+    for field in [
+        " seldepth ",
+        " time ",
+        " nodes 100 ",
+        " nps ",
+        " score cp ",
+        " pv ",
+    ] {
+        assert!(info.contains(field), "{field}: {info}");
+    }
+    // Clock and fixed time both end with a legal move.
+    engine.send("position startpos moves e2e4");
+    let (best, _) = engine.best_move("go wtime 2000 btime 2000 winc 10 binc 10");
+    PositionHistory::from_spec(&format!("startpos moves e2e4 {best}")).unwrap();
+    let (best, _) = engine.best_move("go movetime 200");
+    PositionHistory::from_spec(&format!("startpos moves e2e4 {best}")).unwrap();
+    engine.quit();
+}
+
+#[test]
+fn mates_in_one_are_announced() {
+    let mut engine = Engine::start();
+    engine.send("position fen r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4");
+    let (best, lines) = engine.best_move("go nodes 300");
+    assert_eq!(best, "h5f7");
+    assert!(
+        lines.iter().any(|l| l.contains("score mate 1")),
+        "{lines:?}"
+    );
+    engine.quit();
+}
+
+#[test]
+fn stop_ends_an_infinite_search_at_once() {
+    let mut engine = Engine::start();
+    engine.send("isready");
+    engine.until("readyok", 30 * SECOND);
+    engine.send("position startpos");
+    engine.send("go infinite");
+    std::thread::sleep(Duration::from_millis(500));
+    let asked = Instant::now();
+    engine.send("stop");
+    let lines = engine.until("bestmove", 5 * SECOND);
+    let waited = asked.elapsed();
+    assert!(
+        waited < Duration::from_millis(100),
+        "bestmove after {waited:?}"
+    );
+    let best = lines.last().unwrap().split_whitespace().nth(1).unwrap();
+    PositionHistory::from_spec(&format!("startpos moves {best}")).unwrap();
+    engine.quit();
+}
+
+#[test]
+fn a_self_play_game_runs_to_its_end() {
+    let mut engine = Engine::start();
+    let mut moves: Vec<String> = Vec::new();
+    let mut history = PositionHistory::startpos();
+    while terminal_value(&history).is_none() {
+        assert!(moves.len() < 2000, "the game does not end");
+        engine.send(&format!("position startpos moves {}", moves.join(" ")));
+        let (best, _) = engine.best_move("go nodes 12");
+        history.play_uci(&best).expect("bestmove is legal");
+        moves.push(best);
+    }
+    let last = &history.last().position;
+    let over = last.legal_moves().is_empty()
+        || history.last().rule50 >= 100
+        || history.last().repetitions >= 2
+        || last.is_insufficient_material();
+    assert!(over, "ended after {} plies without a result", moves.len());
+    engine.quit();
+}
+
+#[test]
+fn malformed_input_never_crashes_the_engine() {
+    let mut engine = Engine::start();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let words = [
+        "go",
+        "position",
+        "fen",
+        "startpos",
+        "moves",
+        "setoption",
+        "name",
+        "value",
+        "nodes",
+        "wtime",
+        "e2e4",
+        "e7e5",
+        "zz9",
+        "-1",
+        "99999999999999999999",
+        "Threads",
+        "\u{0}",
+        "infinite",
+        "movetime",
+        "8/8/8",
+        "ucinewgame",
+        "isready",
+        "x",
+        "é",
+    ];
+    let mut lines = 0;
+    while lines < 1000 {
+        let count = next() % 7;
+        let line: Vec<&str> = (0..count)
+            .map(|_| words[(next() % words.len() as u64) as usize])
+            .collect();
+        let line = line.join(" ");
+        // Real searches would be slow to wait for; every other command is fair game.
+        if line.starts_with("go") && !line.contains("nodes") {
+            continue;
+        }
+        engine.send(&line);
+        if line.starts_with("go") {
+            engine.send("stop");
+        }
+        lines += 1;
+    }
+    engine.send("isready");
+    engine.until("readyok", 60 * SECOND);
+    engine.send("position startpos");
+    let (best, _) = engine.best_move("go nodes 10");
+    PositionHistory::from_spec(&format!("startpos moves {best}")).unwrap();
+    engine.quit();
+}
