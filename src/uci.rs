@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shakmaty::uci::UciMove;
 use shakmaty::{Color, Move, Position};
@@ -34,11 +34,46 @@ const DEFAULT_MOVE_OVERHEAD_MS: u64 = 100;
 /// Moves to plan for when the GUI does not say (`movestogo`).
 const DEFAULT_MOVES_TO_GO: u64 = 30;
 
+/// How long `stop` waits for the search thread before answering from the last finished
+/// batch (a backend call on a slow device can take longer than a GUI should wait).
+const STOP_ANSWER_WAIT: Duration = Duration::from_millis(40);
+/// How often a running search writes an `info` line.
+const INFO_INTERVAL: Duration = Duration::from_secs(1);
+
 /// A search on its thread; `endless` when only `stop` ends it (`go infinite`).
 struct Running {
     handle: JoinHandle<Search>,
     stop: Arc<AtomicBool>,
     endless: bool,
+    progress: Arc<Progress>,
+}
+
+/// What the search thread shares with the protocol thread: the report after the last batch,
+/// and whether `bestmove` has been written (exactly one of the two writes it).
+#[derive(Default)]
+struct Progress {
+    latest: Mutex<Option<SearchInfo>>,
+    answered: AtomicBool,
+}
+
+impl Progress {
+    /// Writes the final `info` and `bestmove` unless the other thread already did.
+    fn answer(&self, out: &Output, info: Option<&SearchInfo>, best: &str) {
+        if self.answered.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if let Some(info) = info {
+            say(out, &info_line(info));
+        }
+        say(out, &format!("bestmove {best}"));
+    }
+
+    fn latest(&self) -> Option<SearchInfo> {
+        self.latest
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 struct Engine {
@@ -263,23 +298,31 @@ impl Engine {
             }
         };
         let stop = Arc::new(AtomicBool::new(false));
-        let (out, flag) = (self.out.clone(), stop.clone());
+        let progress = Arc::new(Progress::default());
+        let (out, flag, shared) = (self.out.clone(), stop.clone(), progress.clone());
         let handle = std::thread::spawn(move || {
-            let mut report = |info: &SearchInfo| say(&out, &info_line(info));
+            let mut last_info = Instant::now();
+            let mut report = |info: &SearchInfo| {
+                *shared.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(info.clone());
+                if last_info.elapsed() >= INFO_INTERVAL && !shared.answered.load(Ordering::SeqCst) {
+                    last_info = Instant::now();
+                    say(&out, &info_line(info));
+                }
+            };
             match search.run(limits, &flag, &mut report) {
-                Ok(result) => say(&out, &format!("bestmove {}", uci(&result.best_move))),
+                Ok(result) => shared.answer(&out, Some(&result.info), &uci(&result.best_move)),
                 Err(e) => {
                     say(&out, &format!("info string {e}"));
-                    say(&out, "bestmove 0000");
+                    shared.answer(&out, None, "0000");
                 }
             }
             search
         });
-        let endless = limits == Limits::default();
         self.running = Some(Running {
             handle,
             stop,
-            endless,
+            endless: limits == Limits::default(),
+            progress,
         });
     }
 
@@ -292,12 +335,29 @@ impl Engine {
         self.join();
     }
 
-    /// Ends a running search; its `bestmove` is written before this returns.
+    /// Ends a running search; its `bestmove` is written before this returns. Where the
+    /// backend is still busy with a batch, the answer comes from the last finished batch and
+    /// the thread is joined before the next command that needs the search.
     fn stop(&mut self) {
-        if let Some(running) = &self.running {
-            running.stop.store(true, Ordering::Relaxed);
+        let Some(running) = &self.running else {
+            return;
+        };
+        running.stop.store(true, Ordering::Relaxed);
+        let deadline = Instant::now() + STOP_ANSWER_WAIT;
+        while !running.handle.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
         }
-        self.join();
+        if running.handle.is_finished() {
+            return self.join();
+        }
+        let latest = running.progress.latest();
+        match latest.as_ref().and_then(|info| info.pv.first()) {
+            Some(best) => running
+                .progress
+                .answer(&self.out, latest.as_ref(), &uci(best)),
+            // No batch has finished yet: there is no move to name but the search's own.
+            None => self.join(),
+        }
     }
 
     fn join(&mut self) {
@@ -492,6 +552,100 @@ mod tests {
         assert!(parse_go("nodes many", Color::White, o).is_err());
         assert!(parse_go("nodes", Color::White, o).is_err());
         assert!(parse_go("sideways 3", Color::White, o).is_err());
+    }
+
+    /// The bundled tiny net on the cpu backend, made slow: each batch takes at least 300 ms.
+    struct Slow(Box<dyn Backend>);
+
+    impl Backend for Slow {
+        fn name(&self) -> &str {
+            "slow"
+        }
+        fn attributes(&self) -> crate::backend::BackendAttributes {
+            self.0.attributes()
+        }
+        fn input_format(&self) -> crate::weights::format::InputFormat {
+            self.0.input_format()
+        }
+        fn evaluate(
+            &self,
+            batch: &[crate::chess::InputPlanes],
+        ) -> Result<crate::backend::BatchOutput, crate::backend::BackendError> {
+            std::thread::sleep(Duration::from_millis(300));
+            self.0.evaluate(batch)
+        }
+    }
+
+    /// Lines written by the engine with the time each arrived.
+    #[derive(Default)]
+    struct TimedLines(Vec<u8>, Vec<(Instant, String)>);
+
+    impl Write for TimedLines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.extend_from_slice(buf);
+            while let Some(end) = self.0.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.0.drain(..=end).collect();
+                let text = String::from_utf8_lossy(&line).trim().to_owned();
+                self.1.push((Instant::now(), text));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn stop_is_answered_while_the_backend_is_busy() {
+        let config = EngineConfig {
+            weights: None,
+            backend: "cpu".to_owned(),
+            backend_options: String::new(),
+        };
+        let backend = Arc::new(Slow(load_backend(&config).unwrap()));
+        let lines = Arc::new(Mutex::new(TimedLines::default()));
+        let out: Output = lines.clone();
+        let mut engine = Engine {
+            out,
+            config,
+            params: SearchParams::default(),
+            move_overhead: Duration::ZERO,
+            search: Some(Search::new(backend, SearchParams::default())),
+            running: None,
+            position: ("startpos".to_owned(), Vec::new()),
+        };
+        engine.handle("go infinite");
+        // Two batches done, the third under way when `stop` arrives.
+        std::thread::sleep(Duration::from_millis(750));
+        let asked = Instant::now();
+        engine.handle("stop");
+        engine.handle("quit");
+        let (at, best) = {
+            let seen = lines.lock().unwrap();
+            let first = seen
+                .1
+                .iter()
+                .find(|(_, l)| l.starts_with("bestmove"))
+                .cloned();
+            first.expect("bestmove after stop")
+        };
+        let waited = at.duration_since(asked);
+        assert!(
+            waited < Duration::from_millis(100),
+            "bestmove after {waited:?}"
+        );
+        let mv = best.split_whitespace().nth(1).unwrap();
+        PositionHistory::from_spec(&format!("startpos moves {mv}")).unwrap();
+        // The search thread finishes its batch and is reaped without answering again.
+        engine.join();
+        assert!(engine.search.is_some());
+        let seen = lines.lock().unwrap();
+        let answers = seen
+            .1
+            .iter()
+            .filter(|(_, l)| l.starts_with("bestmove"))
+            .count();
+        assert_eq!(answers, 1, "{:?}", seen.1);
     }
 
     #[test]

@@ -191,19 +191,19 @@ impl Search {
         self.tree.node(ROOT).visits
     }
 
-    /// Searches until `limits` or `stop`, calling `on_info` about once a second.
+    /// Searches until `limits` or `stop`, calling `on_batch` after every backend batch (the
+    /// caller decides how often to report; the best move so far is `pv[0]`).
     pub fn run(
         &mut self,
         limits: Limits,
         stop: &AtomicBool,
-        on_info: &mut dyn FnMut(&SearchInfo),
+        on_batch: &mut dyn FnMut(&SearchInfo),
     ) -> Result<SearchResult, SearchError> {
         if self.root.last().position.legal_moves().is_empty() {
             return Err(SearchError::GameOver);
         }
         let start = Instant::now();
         let mut stats = DepthStats::default();
-        let mut last_report = start;
         loop {
             let remaining = limits.nodes.map(|n| n.saturating_sub(stats.playouts));
             // Never stop before the root has children: there would be no move to name.
@@ -216,13 +216,9 @@ impl Search {
             }
             let batch = self.batch_size(remaining.filter(|_| has_move));
             self.playout_batch(batch, &mut stats)?;
-            if last_report.elapsed() >= Duration::from_secs(1) {
-                last_report = Instant::now();
-                on_info(&self.info(&stats, start.elapsed()));
-            }
+            on_batch(&self.info(&stats, start.elapsed()));
         }
         let info = self.info(&stats, start.elapsed());
-        on_info(&info);
         let best = self
             .tree
             .best_child(ROOT)
