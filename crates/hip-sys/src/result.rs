@@ -21,21 +21,27 @@ fn check(hip: &Hip, call: &'static str, code: HipErrorCode) -> Result<(), HipErr
     if code == HIP_SUCCESS {
         return Ok(());
     }
-    // SAFETY: hipGetErrorString returns a static C string for any code.
-    let text = unsafe { (hip.runtime.hip_get_error_string)(code) };
-    let message = if text.is_null() {
-        "unknown error".to_owned()
-    } else {
-        // SAFETY: non-null and NUL-terminated (static string of the runtime).
-        unsafe { CStr::from_ptr(text) }
-            .to_string_lossy()
-            .into_owned()
-    };
+    // SAFETY: hipGetErrorString returns a static C string (or null) for any code.
+    let message = unsafe { static_text((hip.runtime.hip_get_error_string)(code), "unknown error") };
     Err(HipError {
         call,
         code,
         message,
     })
+}
+
+/// The text of a library's static error string, or `fallback` where it gave none.
+///
+/// # Safety
+/// `text` is null or points to a NUL-terminated string that outlives the call.
+pub(crate) unsafe fn static_text(text: *const std::ffi::c_char, fallback: &str) -> String {
+    if text.is_null() {
+        return fallback.to_owned();
+    }
+    // SAFETY: non-null and NUL-terminated, as the caller promises.
+    unsafe { CStr::from_ptr(text) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Splits `major·10⁷ + minor·10⁵ + patch` (e.g. 50221153 → 5.2.21153).

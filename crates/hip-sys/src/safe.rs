@@ -1,9 +1,9 @@
 //! hipRTC programs as owned values: create, compile for an architecture, take the code object.
 
-use std::ffi::{CStr, CString, c_char, c_int};
+use std::ffi::{CString, c_char, c_int};
 
 use crate::loader::Hip;
-use crate::result::HipError;
+use crate::result::{HipError, static_text};
 use crate::sys::{HIPRTC_SUCCESS, HiprtcProgram, HiprtcResult};
 
 /// A failed compilation, with hipRTC's log.
@@ -21,15 +21,12 @@ fn rtc_check(hip: &Hip, call: &'static str, code: HiprtcResult) -> Result<(), Hi
     if code == HIPRTC_SUCCESS {
         return Ok(());
     }
-    // SAFETY: returns a static C string for any code.
-    let text = unsafe { (hip.rtc.hiprtc_get_error_string)(code) };
-    let message = if text.is_null() {
-        "unknown hipRTC error".to_owned()
-    } else {
-        // SAFETY: non-null, NUL-terminated static string.
-        unsafe { CStr::from_ptr(text) }
-            .to_string_lossy()
-            .into_owned()
+    // SAFETY: hiprtcGetErrorString returns a static C string (or null) for any code.
+    let message = unsafe {
+        static_text(
+            (hip.rtc.hiprtc_get_error_string)(code),
+            "unknown hipRTC error",
+        )
     };
     Err(HipError {
         call,

@@ -412,37 +412,46 @@ impl Backend for GpuBackend {
 }
 
 /// Creates `cuda-fp16` on the CUDA GPU chosen by the options.
+pub fn create_cuda(
+    name: &str,
+    network: Network,
+    options: &BackendOptions,
+) -> Result<GpuBackend, BackendError> {
+    create_on(name, network, options, |ordinal| {
+        Ok(Arc::new(crate::gpu::cuda::CudaDevice::new(ordinal)?))
+    })
+}
+
 /// `rocm-fp16` / `rocm`: finds the AMD GPU through the project's HIP bindings. The ROCm
 /// implementation of the GPU layer is not written yet, so even with a GPU this ends in an error
 /// that says so; without one, the error names the missing runtime or device.
 pub fn create_rocm(
     name: &str,
-    mut network: Network,
+    network: Network,
     options: &BackendOptions,
 ) -> Result<GpuBackend, BackendError> {
-    let gpu_options = GpuOptions::take(name, options, &mut network)?;
-    let gpu_error = |error: GpuError| BackendError::Gpu {
-        backend: name.to_owned(),
-        error,
-    };
-    let gpu = crate::gpu::hip::find_gpu(gpu_options.gpu).map_err(gpu_error)?;
-    Err(gpu_error(GpuError::Unsupported(format!(
-        "found {gpu}, but lc0rs cannot run networks on AMD GPUs yet: the ROCm device layer \
-         (memory, streams, kernel launch, rocBLAS/hipBLASLt GEMMs) is still to be written; \
-         use -b cpu"
-    ))))
+    create_on(name, network, options, |ordinal| {
+        let gpu = crate::gpu::hip::find_gpu(ordinal)?;
+        Err(GpuError::Unsupported(format!(
+            "found {gpu}, but lc0rs cannot run networks on AMD GPUs yet: the ROCm device layer \
+             (memory, streams, kernel launch, rocBLAS/hipBLASLt GEMMs) is still to be written; \
+             use -b cpu"
+        )))
+    })
 }
 
-pub fn create_cuda(
+/// A GPU backend called `name` on the device `open` gives for the `gpu` option's ordinal.
+fn create_on(
     name: &str,
     mut network: Network,
     options: &BackendOptions,
+    open: impl FnOnce(usize) -> GpuResult<Arc<dyn GpuDevice>>,
 ) -> Result<GpuBackend, BackendError> {
     let gpu_options = GpuOptions::take(name, options, &mut network)?;
     let gpu_error = |error: GpuError| BackendError::Gpu {
         backend: name.to_owned(),
         error,
     };
-    let device = crate::gpu::cuda::CudaDevice::new(gpu_options.gpu).map_err(gpu_error)?;
-    GpuBackend::new(name, Arc::new(device), &network, gpu_options).map_err(gpu_error)
+    let device = open(gpu_options.gpu).map_err(gpu_error)?;
+    GpuBackend::new(name, device, &network, gpu_options).map_err(gpu_error)
 }
