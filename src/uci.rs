@@ -297,6 +297,7 @@ impl Engine {
                 return;
             }
         };
+        let endless = limits == Limits::default();
         let stop = Arc::new(AtomicBool::new(false));
         let progress = Arc::new(Progress::default());
         let (out, flag, shared) = (self.out.clone(), stop.clone(), progress.clone());
@@ -310,7 +311,19 @@ impl Engine {
                 }
             };
             match search.run(limits, &flag, &mut report) {
-                Ok(result) => shared.answer(&out, Some(&result.info), &uci(&result.best_move)),
+                Ok(result) => {
+                    if result.tree_full {
+                        say(
+                            &out,
+                            "info string the search tree is full; searching stopped",
+                        );
+                        // `go infinite` must not answer before `stop`.
+                        while endless && !flag.load(Ordering::Relaxed) {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                    }
+                    shared.answer(&out, Some(&result.info), &uci(&result.best_move))
+                }
                 Err(e) => {
                     say(&out, &format!("info string {e}"));
                     shared.answer(&out, None, "0000");
@@ -321,7 +334,7 @@ impl Engine {
         self.running = Some(Running {
             handle,
             stop,
-            endless: limits == Limits::default(),
+            endless,
             progress,
         });
     }

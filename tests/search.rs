@@ -159,6 +159,30 @@ fn the_subtree_of_the_played_move_is_kept() {
 }
 
 #[test]
+fn a_full_tree_ends_the_search_with_a_move() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    let params = SearchParams {
+        minibatch: 8,
+        max_tree_nodes: 5_000,
+        ..SearchParams::default()
+    };
+    let mut search = Search::new(backend, params);
+    search.set_position(PositionHistory::startpos());
+    let stop = AtomicBool::new(false);
+    // No limit but the tree's: an endless search must still end.
+    let result = search.run(Limits::default(), &stop, &mut |_| {}).unwrap();
+    assert!(result.tree_full);
+    assert!(result.info.nodes > 8, "{} playouts", result.info.nodes);
+    let start = PositionHistory::startpos().last().position.clone();
+    assert!(start.is_legal(result.best_move));
+    let unlimited = search_nodes(
+        &mut Search::new(search.backend().clone(), SearchParams::default()),
+        50,
+    );
+    assert!(!unlimited.tree_full);
+}
+
+#[test]
 fn a_finished_game_is_an_error_not_a_move() {
     let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
     let mut search = Search::new(backend, SearchParams::default());

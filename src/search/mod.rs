@@ -33,6 +33,9 @@ pub struct SearchParams {
     pub minibatch: usize,
     /// NN cache entries.
     pub cache_size: usize,
+    /// The most nodes the tree may hold (each about 48 bytes); a search that reaches it ends,
+    /// as lc0's RamLimitMb does, instead of growing until memory runs out.
+    pub max_tree_nodes: usize,
 }
 
 impl Default for SearchParams {
@@ -45,6 +48,7 @@ impl Default for SearchParams {
             policy_temperature: DEFAULT_POLICY_TEMPERATURE,
             minibatch: 256,
             cache_size: 200_000,
+            max_tree_nodes: 40_000_000,
         }
     }
 }
@@ -113,6 +117,8 @@ pub enum SearchError {
 pub struct SearchResult {
     pub best_move: Move,
     pub info: SearchInfo,
+    /// The search ended because the tree reached `max_tree_nodes`.
+    pub tree_full: bool,
 }
 
 /// A leaf waiting for the backend.
@@ -210,7 +216,8 @@ impl Search {
             let has_move = self.tree.node(ROOT).expanded;
             let limit_reached = remaining == Some(0)
                 || limits.time.is_some_and(|t| start.elapsed() >= t)
-                || stop.load(Ordering::Relaxed);
+                || stop.load(Ordering::Relaxed)
+                || self.tree_full();
             if has_move && limit_reached {
                 break;
             }
@@ -227,7 +234,15 @@ impl Search {
         Ok(SearchResult {
             best_move: best,
             info,
+            tree_full: self.tree_full(),
         })
+    }
+
+    /// Whether another batch could take the tree past `max_tree_nodes` (each leaf adds at
+    /// most 218 children, the most legal moves a chess position has).
+    fn tree_full(&self) -> bool {
+        let worst_batch = self.params.minibatch.saturating_mul(218);
+        self.tree.nodes.len().saturating_add(worst_batch) > self.params.max_tree_nodes
     }
 
     fn batch_size(&self, remaining: Option<u64>) -> usize {

@@ -154,3 +154,35 @@ impl Tree {
             .find(|&c| self.node(c).mv.as_ref() == Some(mv))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_stay_small() {
+        // SearchParams::max_tree_nodes is documented in terms of this size.
+        assert!(size_of::<Node>() <= 48, "{} bytes", size_of::<Node>());
+    }
+
+    #[test]
+    fn a_subtree_keeps_its_shape_and_counts() {
+        let position = shakmaty::Chess::default();
+        let moves: Vec<Move> = shakmaty::Position::legal_moves(&position)
+            .into_iter()
+            .collect();
+        let mut tree = Tree::default();
+        tree.expand(ROOT, moves.iter().map(|&m| (m, 0.05)).collect());
+        let child = tree.children(ROOT).start + 3;
+        tree.expand(child, moves[..2].iter().map(|&m| (m, 0.5)).collect());
+        for (i, index) in tree.children(child).enumerate() {
+            tree.node_mut(index).visits = 10 + i as u32;
+        }
+        let sub = tree.subtree(child);
+        assert_eq!(sub.nodes.len(), 3);
+        assert!(sub.node(ROOT).mv.is_none());
+        let visits: Vec<u32> = sub.children(ROOT).map(|c| sub.node(c).visits).collect();
+        assert_eq!(visits, [10, 11]);
+        assert_eq!(sub.best_child(ROOT), Some(2));
+    }
+}
