@@ -276,6 +276,14 @@ impl Search {
             }
         }
         stats.playouts += done as u64;
+        tracing::debug!(
+            target: "lc0rs::search",
+            asked = size,
+            to_backend = pending.len(),
+            answered_at_once = done - pending.len(),
+            collisions,
+            "batch gathered"
+        );
         if pending.is_empty() {
             return Ok(());
         }
