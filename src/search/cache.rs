@@ -55,6 +55,11 @@ impl NnCache {
         if self.entries.insert(key, eval).is_none() {
             self.order.push_back(key);
         }
+        self.evict_beyond_capacity();
+    }
+
+    /// Drops the oldest entries until at most `capacity` remain.
+    fn evict_beyond_capacity(&mut self) {
         while self.entries.len() > self.capacity {
             if let Some(old) = self.order.pop_front() {
                 self.entries.remove(&old);
@@ -73,15 +78,7 @@ impl NnCache {
     /// Changes the bound, dropping the oldest entries if it shrank.
     pub fn set_capacity(&mut self, capacity: usize) {
         self.capacity = capacity;
-        if capacity == 0 {
-            self.entries.clear();
-            self.order.clear();
-        }
-        while self.entries.len() > self.capacity {
-            if let Some(old) = self.order.pop_front() {
-                self.entries.remove(&old);
-            }
-        }
+        self.evict_beyond_capacity();
     }
 }
 

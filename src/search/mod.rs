@@ -151,10 +151,6 @@ impl Search {
         }
     }
 
-    pub fn params(&self) -> SearchParams {
-        self.params
-    }
-
     pub fn set_params(&mut self, params: SearchParams) {
         self.cache.set_capacity(params.cache_size);
         self.params = params;

@@ -196,22 +196,25 @@ impl HipblasLt {
         let name = soname(runtime_version)?;
         let path = dir.map_or_else(|| PathBuf::from(name), |d| d.join(name));
         let lib = open_companion(&path)?;
-        let s = |name| (&lib, path.as_path(), name);
         let fns = HipblasLtFns {
-            create: resolve(s("hipblasLtCreate"))?,
-            destroy: resolve(s("hipblasLtDestroy"))?,
-            get_version: resolve(s("hipblasLtGetVersion"))?,
-            matrix_layout_create: resolve(s("hipblasLtMatrixLayoutCreate"))?,
-            matrix_layout_set_attribute: resolve(s("hipblasLtMatrixLayoutSetAttribute"))?,
-            matrix_layout_destroy: resolve(s("hipblasLtMatrixLayoutDestroy"))?,
-            matmul_desc_create: resolve(s("hipblasLtMatmulDescCreate"))?,
-            matmul_desc_set_attribute: resolve(s("hipblasLtMatmulDescSetAttribute"))?,
-            matmul_desc_destroy: resolve(s("hipblasLtMatmulDescDestroy"))?,
-            matmul_preference_create: resolve(s("hipblasLtMatmulPreferenceCreate"))?,
-            matmul_preference_set_attribute: resolve(s("hipblasLtMatmulPreferenceSetAttribute"))?,
-            matmul_preference_destroy: resolve(s("hipblasLtMatmulPreferenceDestroy"))?,
-            matmul_algo_get_heuristic: resolve(s("hipblasLtMatmulAlgoGetHeuristic"))?,
-            matmul: resolve(s("hipblasLtMatmul"))?,
+            create: symbol(&lib, &path, "hipblasLtCreate")?,
+            destroy: symbol(&lib, &path, "hipblasLtDestroy")?,
+            get_version: symbol(&lib, &path, "hipblasLtGetVersion")?,
+            matrix_layout_create: symbol(&lib, &path, "hipblasLtMatrixLayoutCreate")?,
+            matrix_layout_set_attribute: symbol(&lib, &path, "hipblasLtMatrixLayoutSetAttribute")?,
+            matrix_layout_destroy: symbol(&lib, &path, "hipblasLtMatrixLayoutDestroy")?,
+            matmul_desc_create: symbol(&lib, &path, "hipblasLtMatmulDescCreate")?,
+            matmul_desc_set_attribute: symbol(&lib, &path, "hipblasLtMatmulDescSetAttribute")?,
+            matmul_desc_destroy: symbol(&lib, &path, "hipblasLtMatmulDescDestroy")?,
+            matmul_preference_create: symbol(&lib, &path, "hipblasLtMatmulPreferenceCreate")?,
+            matmul_preference_set_attribute: symbol(
+                &lib,
+                &path,
+                "hipblasLtMatmulPreferenceSetAttribute",
+            )?,
+            matmul_preference_destroy: symbol(&lib, &path, "hipblasLtMatmulPreferenceDestroy")?,
+            matmul_algo_get_heuristic: symbol(&lib, &path, "hipblasLtMatmulAlgoGetHeuristic")?,
+            matmul: symbol(&lib, &path, "hipblasLtMatmul")?,
         };
         Ok(Self {
             fns,
@@ -219,10 +222,6 @@ impl HipblasLt {
             _lib: lib,
         })
     }
-}
-
-fn resolve<T: Copy>((lib, path, name): (&Library, &Path, &'static str)) -> Result<T, LoadError> {
-    symbol(lib, path, name)
 }
 
 #[cfg(test)]
