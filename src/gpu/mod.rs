@@ -6,6 +6,7 @@
 //! implementation follows the same trait.
 
 pub mod cuda;
+pub mod gemm;
 pub mod hip;
 pub mod kernels;
 
@@ -107,13 +108,14 @@ impl Launch {
     }
 }
 
-/// What a dense layer applies after `X·Wᵀ (+ bias)`: nothing, ReLU or GELU. On the Lt path
-/// these are cuBLASLt/hipBLASLt epilogues; on the BLAS path a kernel (ReLU only).
+/// What a dense layer applies after `X·Wᵀ (+ bias)`: nothing, ReLU or SiLU. On the Lt path
+/// these are library epilogues where the library has them (ReLU on both; bias+SiLU on hipBLASLt
+/// from ROCm 7); otherwise, and on the BLAS path, the `bias_activation` kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Epilogue {
     None,
     Relu,
-    Gelu,
+    Silu,
 }
 
 /// Which GEMM library runs the dense layers (`gemm=blas|lt`).
@@ -206,6 +208,10 @@ pub trait GpuDevice: Send + Sync {
     fn memory(&self) -> GpuResult<(usize, usize)>;
     /// Whether a kernel was compiled for this device (vendor-only fast paths).
     fn has_kernel(&self, kernel: &str) -> bool;
+    /// Why `path` cannot run on this device (its library is missing), if it cannot.
+    fn gemm_path_unavailable(&self, _path: GemmPath) -> Option<String> {
+        None
+    }
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()>;
     fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()>;
     fn synchronize(&self) -> GpuResult<()>;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use libloading::Library;
 
-use crate::sys::{RtcFns, RuntimeFns};
+use crate::sys::{DeviceFns, RtcFns, RuntimeFns};
 
 /// Runtime majors, newest first.
 pub const RUNTIME_MAJORS: [u32; 3] = [7, 6, 5];
@@ -61,6 +61,7 @@ pub fn library_candidates(rocm_path: Option<&Path>, default_dir: &Path) -> Vec<(
 /// The loaded HIP runtime and hipRTC of one ROCm install.
 pub struct Hip {
     pub runtime: RuntimeFns,
+    pub device: DeviceFns,
     pub rtc: RtcFns,
     /// What was loaded, as given to the loader (a path or a soname).
     pub runtime_library: PathBuf,
@@ -144,6 +145,7 @@ impl Hip {
             hip_get_device_properties_r0600: symbol(&lib, &path, "hipGetDevicePropertiesR0600")
                 .ok(),
         };
+        let device = device_fns(&lib, &path)?;
         let rtc_name = format!("libhiprtc.so.{major}");
         let rtc_path = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(dir) => dir.join(&rtc_name),
@@ -164,6 +166,7 @@ impl Hip {
         })?;
         Ok(Self {
             runtime,
+            device,
             rtc,
             runtime_library: path,
             rtc_library: rtc_path,
@@ -172,6 +175,39 @@ impl Hip {
             _rtc: rtc_lib,
         })
     }
+}
+
+fn device_fns(lib: &Library, path: &Path) -> Result<DeviceFns, LoadError> {
+    Ok(DeviceFns {
+        hip_set_device: symbol(lib, path, "hipSetDevice")?,
+        hip_device_total_mem: symbol(lib, path, "hipDeviceTotalMem")?,
+        hip_mem_get_info: symbol(lib, path, "hipMemGetInfo")?,
+        hip_malloc: symbol(lib, path, "hipMalloc")?,
+        hip_free: symbol(lib, path, "hipFree")?,
+        hip_host_malloc: symbol(lib, path, "hipHostMalloc")?,
+        hip_host_free: symbol(lib, path, "hipHostFree")?,
+        hip_memcpy_async: symbol(lib, path, "hipMemcpyAsync")?,
+        hip_memset_async: symbol(lib, path, "hipMemsetAsync")?,
+        hip_stream_create_with_flags: symbol(lib, path, "hipStreamCreateWithFlags")?,
+        hip_stream_destroy: symbol(lib, path, "hipStreamDestroy")?,
+        hip_stream_synchronize: symbol(lib, path, "hipStreamSynchronize")?,
+        hip_event_create_with_flags: symbol(lib, path, "hipEventCreateWithFlags")?,
+        hip_event_record: symbol(lib, path, "hipEventRecord")?,
+        hip_event_elapsed_time: symbol(lib, path, "hipEventElapsedTime")?,
+        hip_event_destroy: symbol(lib, path, "hipEventDestroy")?,
+        hip_module_load_data: symbol(lib, path, "hipModuleLoadData")?,
+        hip_module_get_function: symbol(lib, path, "hipModuleGetFunction")?,
+        hip_module_unload: symbol(lib, path, "hipModuleUnload")?,
+        hip_module_launch_kernel: symbol(lib, path, "hipModuleLaunchKernel")?,
+        hip_stream_begin_capture: symbol(lib, path, "hipStreamBeginCapture")?,
+        hip_stream_end_capture: symbol(lib, path, "hipStreamEndCapture")?,
+        hip_stream_is_capturing: symbol(lib, path, "hipStreamIsCapturing")?,
+        hip_graph_instantiate: symbol(lib, path, "hipGraphInstantiate")?,
+        hip_graph_launch: symbol(lib, path, "hipGraphLaunch")?,
+        hip_graph_upload: symbol(lib, path, "hipGraphUpload").ok(),
+        hip_graph_exec_destroy: symbol(lib, path, "hipGraphExecDestroy")?,
+        hip_graph_destroy: symbol(lib, path, "hipGraphDestroy")?,
+    })
 }
 
 fn rtc_fns(lib: &Library, path: &Path) -> Result<RtcFns, LoadError> {

@@ -1,11 +1,13 @@
 //! Every HIP call as a `Result`, with the runtime's own error text.
 
-use std::ffi::{CStr, c_int};
+use std::ffi::{CStr, c_int, c_void};
 
 use crate::loader::Hip;
 use crate::sys::{
-    DEVICE_PROPERTIES_BUFFER_BYTES, GCN_ARCH_NAME_OFFSET_R0000, GCN_ARCH_NAME_OFFSET_R0600,
-    HIP_ERROR_NO_DEVICE, HIP_SUCCESS, HipErrorCode,
+    CAPTURE_MODE_THREAD_LOCAL, CAPTURE_STATUS_NONE, DEVICE_PROPERTIES_BUFFER_BYTES, EVENT_DEFAULT,
+    GCN_ARCH_NAME_OFFSET_R0000, GCN_ARCH_NAME_OFFSET_R0600, HIP_ERROR_NO_DEVICE, HIP_SUCCESS,
+    HOST_MALLOC_DEFAULT, HipErrorCode, HipEvent, HipFunction, HipGraph, HipGraphExec, HipModule,
+    HipStream, STREAM_NON_BLOCKING,
 };
 
 /// A failed HIP or hipRTC call.
@@ -133,6 +135,337 @@ pub fn arch_from_properties(props: &[u8], offset: usize) -> Option<String> {
         && arch.starts_with("gfx")
         && arch[3..].bytes().all(|b| b.is_ascii_alphanumeric());
     valid.then(|| arch.to_owned())
+}
+
+/// Makes GPU `ordinal` current for this thread (HIP's current device is per thread).
+pub fn set_device(hip: &Hip, ordinal: usize) -> Result<(), HipError> {
+    // SAFETY: takes an int.
+    check(hip, "hipSetDevice", unsafe {
+        (hip.device.hip_set_device)(ordinal as c_int)
+    })
+}
+
+pub fn total_memory(hip: &Hip, ordinal: usize) -> Result<usize, HipError> {
+    let mut bytes = 0usize;
+    // SAFETY: writes one size_t.
+    check(hip, "hipDeviceTotalMem", unsafe {
+        (hip.device.hip_device_total_mem)(&mut bytes, ordinal as c_int)
+    })?;
+    Ok(bytes)
+}
+
+/// (free, total) bytes of the current device.
+pub fn memory_info(hip: &Hip) -> Result<(usize, usize), HipError> {
+    let (mut free, mut total) = (0usize, 0usize);
+    // SAFETY: writes two size_t.
+    check(hip, "hipMemGetInfo", unsafe {
+        (hip.device.hip_mem_get_info)(&mut free, &mut total)
+    })?;
+    Ok((free, total))
+}
+
+/// Allocates `bytes` on the current device.
+pub fn malloc(hip: &Hip, bytes: usize) -> Result<*mut c_void, HipError> {
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: writes one pointer.
+    check(hip, "hipMalloc", unsafe {
+        (hip.device.hip_malloc)(&mut ptr, bytes)
+    })?;
+    Ok(ptr)
+}
+
+/// # Safety
+/// `ptr` came from [`malloc`] and is not used afterwards.
+pub unsafe fn free(hip: &Hip, ptr: *mut c_void) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipFree", unsafe { (hip.device.hip_free)(ptr) })
+}
+
+/// Allocates `bytes` of pinned host memory.
+pub fn host_malloc(hip: &Hip, bytes: usize) -> Result<*mut c_void, HipError> {
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: writes one pointer.
+    check(hip, "hipHostMalloc", unsafe {
+        (hip.device.hip_host_malloc)(&mut ptr, bytes, HOST_MALLOC_DEFAULT)
+    })?;
+    Ok(ptr)
+}
+
+/// # Safety
+/// `ptr` came from [`host_malloc`] and is not used afterwards.
+pub unsafe fn host_free(hip: &Hip, ptr: *mut c_void) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipHostFree", unsafe {
+        (hip.device.hip_host_free)(ptr)
+    })
+}
+
+/// Stream-ordered copy of `bytes` bytes.
+///
+/// # Safety
+/// `dst` and `src` are valid for `bytes` bytes of the direction `kind` names, and stay valid
+/// until the stream has run the copy.
+pub unsafe fn memcpy_async(
+    hip: &Hip,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    kind: c_int,
+    stream: HipStream,
+) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipMemcpyAsync", unsafe {
+        (hip.device.hip_memcpy_async)(dst, src, bytes, kind, stream)
+    })
+}
+
+/// # Safety
+/// `dst` is device memory of at least `bytes` bytes.
+pub unsafe fn memset_async(
+    hip: &Hip,
+    dst: *mut c_void,
+    value: u8,
+    bytes: usize,
+    stream: HipStream,
+) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipMemsetAsync", unsafe {
+        (hip.device.hip_memset_async)(dst, c_int::from(value), bytes, stream)
+    })
+}
+
+/// A non-blocking stream on the current device.
+pub fn stream_create(hip: &Hip) -> Result<HipStream, HipError> {
+    let mut stream = std::ptr::null_mut();
+    // SAFETY: writes one handle.
+    check(hip, "hipStreamCreateWithFlags", unsafe {
+        (hip.device.hip_stream_create_with_flags)(&mut stream, STREAM_NON_BLOCKING)
+    })?;
+    Ok(stream)
+}
+
+/// # Safety
+/// `stream` is a live stream of this runtime, not used afterwards.
+pub unsafe fn stream_destroy(hip: &Hip, stream: HipStream) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipStreamDestroy", unsafe {
+        (hip.device.hip_stream_destroy)(stream)
+    })
+}
+
+/// # Safety
+/// `stream` is a live stream of this runtime (ROCm 7 no longer checks handles).
+pub unsafe fn stream_synchronize(hip: &Hip, stream: HipStream) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipStreamSynchronize", unsafe {
+        (hip.device.hip_stream_synchronize)(stream)
+    })
+}
+
+/// An event with timing enabled.
+pub fn event_create(hip: &Hip) -> Result<HipEvent, HipError> {
+    let mut event = std::ptr::null_mut();
+    // SAFETY: writes one handle.
+    check(hip, "hipEventCreateWithFlags", unsafe {
+        (hip.device.hip_event_create_with_flags)(&mut event, EVENT_DEFAULT)
+    })?;
+    Ok(event)
+}
+
+/// # Safety
+/// `event` and `stream` are live handles of this runtime.
+pub unsafe fn event_record(hip: &Hip, event: HipEvent, stream: HipStream) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipEventRecord", unsafe {
+        (hip.device.hip_event_record)(event, stream)
+    })
+}
+
+/// Milliseconds between two recorded events (waits for `end`).
+///
+/// # Safety
+/// Both are live events of this runtime.
+pub unsafe fn event_elapsed_ms(hip: &Hip, start: HipEvent, end: HipEvent) -> Result<f32, HipError> {
+    let mut ms = 0f32;
+    // SAFETY: as the caller promises; writes one float.
+    check(hip, "hipEventElapsedTime", unsafe {
+        (hip.device.hip_event_elapsed_time)(&mut ms, start, end)
+    })?;
+    Ok(ms)
+}
+
+/// # Safety
+/// `event` is a live event, not used afterwards.
+pub unsafe fn event_destroy(hip: &Hip, event: HipEvent) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipEventDestroy", unsafe {
+        (hip.device.hip_event_destroy)(event)
+    })
+}
+
+/// Loads a code object (ELF or offload bundle) on the current device.
+pub fn module_load_data(hip: &Hip, image: &[u8]) -> Result<HipModule, HipError> {
+    let mut module = std::ptr::null_mut();
+    // SAFETY: the image is a complete code object in memory for the duration of the call.
+    check(hip, "hipModuleLoadData", unsafe {
+        (hip.device.hip_module_load_data)(&mut module, image.as_ptr().cast())
+    })?;
+    Ok(module)
+}
+
+/// # Safety
+/// `module` is a live module of this runtime.
+pub unsafe fn module_get_function(
+    hip: &Hip,
+    module: HipModule,
+    name: &CStr,
+) -> Result<HipFunction, HipError> {
+    let mut function = std::ptr::null_mut();
+    // SAFETY: as the caller promises; `name` is NUL-terminated.
+    check(hip, "hipModuleGetFunction", unsafe {
+        (hip.device.hip_module_get_function)(&mut function, module, name.as_ptr())
+    })?;
+    Ok(function)
+}
+
+/// # Safety
+/// `module` is a live module, none of whose functions is used afterwards.
+pub unsafe fn module_unload(hip: &Hip, module: HipModule) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipModuleUnload", unsafe {
+        (hip.device.hip_module_unload)(module)
+    })
+}
+
+/// Launches `function` on `stream` with `params`: one pointer to each argument's value.
+///
+/// # Safety
+/// The arguments match the kernel's parameter list in number, order and type; every device
+/// pointer among them is valid for what the kernel touches.
+pub unsafe fn module_launch_kernel(
+    hip: &Hip,
+    function: HipFunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_bytes: u32,
+    stream: HipStream,
+    params: &mut [*mut c_void],
+) -> Result<(), HipError> {
+    // SAFETY: as the caller promises; no `extra` array.
+    check(hip, "hipModuleLaunchKernel", unsafe {
+        (hip.device.hip_module_launch_kernel)(
+            function,
+            grid[0],
+            grid[1],
+            grid[2],
+            block[0],
+            block[1],
+            block[2],
+            shared_bytes,
+            stream,
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+/// # Safety
+/// `stream` is a live stream of this runtime.
+pub unsafe fn stream_begin_capture(hip: &Hip, stream: HipStream) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipStreamBeginCapture", unsafe {
+        (hip.device.hip_stream_begin_capture)(stream, CAPTURE_MODE_THREAD_LOCAL)
+    })
+}
+
+/// Ends a capture; the graph is null where nothing was captured.
+///
+/// # Safety
+/// `stream` is a live stream of this runtime that is capturing.
+pub unsafe fn stream_end_capture(hip: &Hip, stream: HipStream) -> Result<HipGraph, HipError> {
+    let mut graph = std::ptr::null_mut();
+    // SAFETY: as the caller promises; writes one handle.
+    check(hip, "hipStreamEndCapture", unsafe {
+        (hip.device.hip_stream_end_capture)(stream, &mut graph)
+    })?;
+    Ok(graph)
+}
+
+/// Whether `stream` is capturing.
+///
+/// # Safety
+/// `stream` is a live stream of this runtime.
+pub unsafe fn stream_is_capturing(hip: &Hip, stream: HipStream) -> Result<bool, HipError> {
+    let mut status: c_int = CAPTURE_STATUS_NONE;
+    // SAFETY: as the caller promises; writes one enum.
+    check(hip, "hipStreamIsCapturing", unsafe {
+        (hip.device.hip_stream_is_capturing)(stream, &mut status)
+    })?;
+    Ok(status != CAPTURE_STATUS_NONE)
+}
+
+/// # Safety
+/// `graph` is a live graph of this runtime.
+pub unsafe fn graph_instantiate(hip: &Hip, graph: HipGraph) -> Result<HipGraphExec, HipError> {
+    let mut exec = std::ptr::null_mut();
+    // SAFETY: as the caller promises; no error node or log buffer.
+    check(hip, "hipGraphInstantiate", unsafe {
+        (hip.device.hip_graph_instantiate)(
+            &mut exec,
+            graph,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    })?;
+    Ok(exec)
+}
+
+/// # Safety
+/// `exec` and `stream` are live handles of this runtime.
+pub unsafe fn graph_launch(
+    hip: &Hip,
+    exec: HipGraphExec,
+    stream: HipStream,
+) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipGraphLaunch", unsafe {
+        (hip.device.hip_graph_launch)(exec, stream)
+    })
+}
+
+/// Uploads the graph's work descriptors ahead of its first launch (ROCm 5.3+; a no-op before).
+///
+/// # Safety
+/// `exec` and `stream` are live handles of this runtime.
+pub unsafe fn graph_upload(
+    hip: &Hip,
+    exec: HipGraphExec,
+    stream: HipStream,
+) -> Result<(), HipError> {
+    match hip.device.hip_graph_upload {
+        // SAFETY: as the caller promises.
+        Some(upload) => check(hip, "hipGraphUpload", unsafe { upload(exec, stream) }),
+        None => Ok(()),
+    }
+}
+
+/// # Safety
+/// `exec` is a live executable graph, not used afterwards.
+pub unsafe fn graph_exec_destroy(hip: &Hip, exec: HipGraphExec) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipGraphExecDestroy", unsafe {
+        (hip.device.hip_graph_exec_destroy)(exec)
+    })
+}
+
+/// # Safety
+/// `graph` is a live graph, not used afterwards.
+pub unsafe fn graph_destroy(hip: &Hip, graph: HipGraph) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipGraphDestroy", unsafe {
+        (hip.device.hip_graph_destroy)(graph)
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Raw HIP and hipRTC types and the function pointers lc0rs uses (gpu-apis.md §1.3, §2.1, §7).
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void};
 
 /// `hipError_t`: a 4-byte C enum.
 pub type HipErrorCode = c_int;
@@ -65,4 +65,90 @@ pub struct RtcFns {
     pub hiprtc_get_code_size: unsafe extern "C" fn(HiprtcProgram, *mut usize) -> HiprtcResult,
     pub hiprtc_get_code: unsafe extern "C" fn(HiprtcProgram, *mut c_char) -> HiprtcResult,
     pub hiprtc_destroy_program: unsafe extern "C" fn(*mut HiprtcProgram) -> HiprtcResult,
+}
+
+/// `hipStream_t`, `hipEvent_t`, `hipModule_t`, `hipFunction_t`, `hipGraph_t`, `hipGraphExec_t`:
+/// opaque handles.
+pub type HipStream = *mut c_void;
+pub type HipEvent = *mut c_void;
+pub type HipModule = *mut c_void;
+pub type HipFunction = *mut c_void;
+pub type HipGraph = *mut c_void;
+pub type HipGraphExec = *mut c_void;
+
+/// `hipMemcpyKind`.
+pub const MEMCPY_HOST_TO_DEVICE: c_int = 1;
+pub const MEMCPY_DEVICE_TO_HOST: c_int = 2;
+/// `hipStreamNonBlocking`: no implicit synchronisation with the null stream.
+pub const STREAM_NON_BLOCKING: c_uint = 1;
+/// `hipEventDefault`: timing enabled.
+pub const EVENT_DEFAULT: c_uint = 0;
+/// `hipHostMallocDefault`: pinned, not write-combined.
+pub const HOST_MALLOC_DEFAULT: c_uint = 0;
+/// `hipStreamCaptureMode`: only this thread's unsafe calls are refused during capture.
+pub const CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
+/// `hipStreamCaptureStatus`.
+pub const CAPTURE_STATUS_NONE: c_int = 0;
+pub const CAPTURE_STATUS_ACTIVE: c_int = 1;
+
+/// `hipModuleLaunchKernel`.
+pub type ModuleLaunchKernel = unsafe extern "C" fn(
+    HipFunction,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    HipStream,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> HipErrorCode;
+
+/// `hipGraphInstantiate`: the five-argument form in every release 5.x → 7.x.
+pub type GraphInstantiate = unsafe extern "C" fn(
+    *mut HipGraphExec,
+    HipGraph,
+    *mut c_void,
+    *mut c_char,
+    usize,
+) -> HipErrorCode;
+
+/// The HIP runtime functions that run work: memory, streams, events, modules, graphs. All are
+/// exported by every release lc0rs loads (5.2 included), except `hipGraphUpload` (5.3+).
+#[derive(Clone, Copy)]
+pub struct DeviceFns {
+    pub hip_set_device: unsafe extern "C" fn(c_int) -> HipErrorCode,
+    pub hip_device_total_mem: unsafe extern "C" fn(*mut usize, c_int) -> HipErrorCode,
+    pub hip_mem_get_info: unsafe extern "C" fn(*mut usize, *mut usize) -> HipErrorCode,
+    pub hip_malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> HipErrorCode,
+    pub hip_free: unsafe extern "C" fn(*mut c_void) -> HipErrorCode,
+    pub hip_host_malloc: unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> HipErrorCode,
+    pub hip_host_free: unsafe extern "C" fn(*mut c_void) -> HipErrorCode,
+    pub hip_memcpy_async:
+        unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int, HipStream) -> HipErrorCode,
+    pub hip_memset_async:
+        unsafe extern "C" fn(*mut c_void, c_int, usize, HipStream) -> HipErrorCode,
+    pub hip_stream_create_with_flags: unsafe extern "C" fn(*mut HipStream, c_uint) -> HipErrorCode,
+    pub hip_stream_destroy: unsafe extern "C" fn(HipStream) -> HipErrorCode,
+    pub hip_stream_synchronize: unsafe extern "C" fn(HipStream) -> HipErrorCode,
+    pub hip_event_create_with_flags: unsafe extern "C" fn(*mut HipEvent, c_uint) -> HipErrorCode,
+    pub hip_event_record: unsafe extern "C" fn(HipEvent, HipStream) -> HipErrorCode,
+    pub hip_event_elapsed_time: unsafe extern "C" fn(*mut f32, HipEvent, HipEvent) -> HipErrorCode,
+    pub hip_event_destroy: unsafe extern "C" fn(HipEvent) -> HipErrorCode,
+    pub hip_module_load_data: unsafe extern "C" fn(*mut HipModule, *const c_void) -> HipErrorCode,
+    pub hip_module_get_function:
+        unsafe extern "C" fn(*mut HipFunction, HipModule, *const c_char) -> HipErrorCode,
+    pub hip_module_unload: unsafe extern "C" fn(HipModule) -> HipErrorCode,
+    pub hip_module_launch_kernel: ModuleLaunchKernel,
+    pub hip_stream_begin_capture: unsafe extern "C" fn(HipStream, c_int) -> HipErrorCode,
+    pub hip_stream_end_capture: unsafe extern "C" fn(HipStream, *mut HipGraph) -> HipErrorCode,
+    pub hip_stream_is_capturing: unsafe extern "C" fn(HipStream, *mut c_int) -> HipErrorCode,
+    pub hip_graph_instantiate: GraphInstantiate,
+    pub hip_graph_launch: unsafe extern "C" fn(HipGraphExec, HipStream) -> HipErrorCode,
+    /// `hipGraphUpload`, from ROCm 5.3.
+    pub hip_graph_upload: Option<unsafe extern "C" fn(HipGraphExec, HipStream) -> HipErrorCode>,
+    pub hip_graph_exec_destroy: unsafe extern "C" fn(HipGraphExec) -> HipErrorCode,
+    pub hip_graph_destroy: unsafe extern "C" fn(HipGraph) -> HipErrorCode,
 }

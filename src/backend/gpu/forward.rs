@@ -363,8 +363,9 @@ impl Forward<'_> {
         self.device.linear(self.gemm, &op)
     }
 
-    /// `y = act(x·Wᵀ + b)`. ReLU (and the bias) go into the GEMM's epilogue; other
-    /// activations are a pass over `y` (with the bias on the BLAS path, which has no epilogue).
+    /// `y = act(x·Wᵀ + b)`. ReLU and SiLU (and the bias) are GEMM epilogues, which the device
+    /// fuses where its library can; other activations are a pass over `y` (with the bias on the
+    /// BLAS path, which has no epilogue).
     fn dense_act(
         &self,
         layer: &DenseGpu,
@@ -373,12 +374,13 @@ impl Forward<'_> {
         rows: usize,
         act: Activation,
     ) -> GpuResult<()> {
-        if matches!(act, Activation::Identity | Activation::Relu) {
-            let epilogue = if act == Activation::Relu {
-                Epilogue::Relu
-            } else {
-                Epilogue::None
-            };
+        let epilogue = match act {
+            Activation::Identity => Some(Epilogue::None),
+            Activation::Relu => Some(Epilogue::Relu),
+            Activation::Swish => Some(Epilogue::Silu),
+            _ => None,
+        };
+        if let Some(epilogue) = epilogue {
             return self.linear_with(layer, x, y, rows, true, epilogue);
         }
         let fused_bias = self.gemm == GemmPath::Lt;

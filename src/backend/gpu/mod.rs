@@ -26,7 +26,8 @@ const DEFAULT_MAX_BATCH: usize = 1024;
 pub struct GpuOptions {
     pub gpu: usize,
     pub max_batch: usize,
-    pub gemm: GemmPath,
+    /// The GEMM path asked for; `None`: the Lt library where the device has it, else BLAS.
+    pub gemm: Option<GemmPath>,
     pub graph: bool,
     /// Time every operation with device events (runs without graphs).
     pub profile: bool,
@@ -49,11 +50,12 @@ impl GpuOptions {
             value,
             reason: reason.to_owned(),
         };
-        let gemm_name = options
+        let gemm = options
             .get::<String>(backend, "gemm")?
-            .unwrap_or_else(|| "lt".to_owned());
-        let gemm = GemmPath::from_name(&gemm_name)
-            .ok_or_else(|| bad("gemm", gemm_name.clone(), "expected lt or blas"))?;
+            .map(|name| {
+                GemmPath::from_name(&name).ok_or_else(|| bad("gemm", name, "expected lt or blas"))
+            })
+            .transpose()?;
         let max_batch = options
             .get::<usize>(backend, "max_batch")?
             .unwrap_or(DEFAULT_MAX_BATCH);
@@ -103,8 +105,29 @@ pub struct GpuBackend {
     shapes: Shapes,
     alpha: f32,
     attention: &'static str,
+    gemm: GemmPath,
     options: GpuOptions,
     state: Mutex<State>,
+}
+
+/// The GEMM path for `asked` on `device`: the one asked for if its library is there (else an
+/// error saying why), or by default Lt where available and BLAS otherwise.
+fn choose_gemm_path(device: &dyn GpuDevice, asked: Option<GemmPath>) -> GpuResult<GemmPath> {
+    match asked {
+        Some(path) => match device.gemm_path_unavailable(path) {
+            None => Ok(path),
+            Some(why) => Err(GpuError::Unsupported(format!(
+                "gemm={} cannot run on {}: {why}",
+                match path {
+                    GemmPath::Lt => "lt",
+                    GemmPath::Blas => "blas",
+                },
+                device.info().name
+            ))),
+        },
+        None if device.gemm_path_unavailable(GemmPath::Lt).is_none() => Ok(GemmPath::Lt),
+        None => Ok(GemmPath::Blas),
+    }
 }
 
 impl GpuBackend {
@@ -116,6 +139,7 @@ impl GpuBackend {
     ) -> GpuResult<Self> {
         let shapes = Shapes::of(network);
         shapes.check_supported()?;
+        let gemm = choose_gemm_path(device.as_ref(), options.gemm)?;
         let portable = attention_kernel(shapes.depth, false).expect("checked above");
         let attention = match attention_kernel(shapes.depth, true) {
             Some(fast) if options.tensor_core_attention && device.has_kernel(fast) => fast,
@@ -132,6 +156,7 @@ impl GpuBackend {
             shapes,
             alpha: network.residual_alpha,
             attention,
+            gemm,
             options,
             state: Mutex::new(State {
                 buffers,
@@ -158,7 +183,7 @@ impl GpuBackend {
             format: &self.format,
             shapes: &self.shapes,
             buffers,
-            gemm: self.options.gemm,
+            gemm: self.gemm,
             alpha: self.alpha,
             attention: self.attention,
             profile,
@@ -422,21 +447,15 @@ pub fn create_cuda(
     })
 }
 
-/// `rocm-fp16` / `rocm`: finds the AMD GPU through the project's HIP bindings. The ROCm
-/// implementation of the GPU layer is not written yet, so even with a GPU this ends in an error
-/// that says so; without one, the error names the missing runtime or device.
+/// `rocm-fp16` / `rocm` on the AMD GPU chosen by the options, through lc0rs' own HIP, rocBLAS
+/// and hipBLASLt bindings. Without the runtime or a GPU, the error names what is missing.
 pub fn create_rocm(
     name: &str,
     network: Network,
     options: &BackendOptions,
 ) -> Result<GpuBackend, BackendError> {
     create_on(name, network, options, |ordinal| {
-        let gpu = crate::gpu::hip::find_gpu(ordinal)?;
-        Err(GpuError::Unsupported(format!(
-            "found {gpu}, but lc0rs cannot run networks on AMD GPUs yet: the ROCm device layer \
-             (memory, streams, kernel launch, rocBLAS/hipBLASLt GEMMs) is still to be written; \
-             use -b cpu"
-        )))
+        Ok(Arc::new(crate::gpu::hip::device::HipDevice::new(ordinal)?))
     })
 }
 

@@ -1,6 +1,7 @@
 //! cuBLASLt with cached plans: per GEMM shape one matmul descriptor, three layouts and an
 //! algorithm chosen once by timing the heuristic's top candidates. The bias epilogue carries
-//! the layer's bias; the bias pointer is set on the cached descriptor before each call.
+//! the layer's bias; the bias pointer is set on the cached descriptor before each call. cuBLASLt
+//! has no SiLU epilogue: that activation is left to the caller's kernel.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -12,6 +13,7 @@ use cudarc::cublaslt::sys;
 use cudarc::driver::sys::{CUevent_flags, CUstreamCaptureStatus};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
 
+use crate::gpu::gemm::{ColumnMajorGemm, Fused};
 use crate::gpu::{Epilogue, GpuError, GpuResult, Linear};
 
 /// cuBLASLt's workspace on Hopper-class GPUs (cudarc uses the same).
@@ -52,6 +54,7 @@ struct Plan {
     x_layout: sys::cublasLtMatrixLayout_t,
     y_layout: sys::cublasLtMatrixLayout_t,
     algo: sys::cublasLtMatmulAlgo_t,
+    fused: Fused,
 }
 
 /// The cuBLASLt handle, its workspace and the plans made so far.
@@ -80,13 +83,14 @@ impl LtCache {
         })
     }
 
-    /// `Y = X·Wᵀ (+ bias)` in fp16 with fp32 accumulation.
+    /// `Y = X·Wᵀ (+ bias)` in fp16 with fp32 accumulation, with as much of the epilogue as
+    /// cuBLASLt does (the returned [`Fused`]).
     pub fn linear(
         &mut self,
         ctx: &Arc<CudaContext>,
         stream: &Arc<CudaStream>,
         op: &Linear,
-    ) -> GpuResult<()> {
+    ) -> GpuResult<Fused> {
         let key = PlanKey {
             m: op.m,
             n: op.n,
@@ -101,7 +105,8 @@ impl LtCache {
             self.plans.insert(key, plan);
         }
         let plan = &self.plans[&key];
-        self.run(plan, stream, op)
+        self.run(plan, stream, op)?;
+        Ok(plan.fused)
     }
 
     fn run(&self, plan: &Plan, stream: &Arc<CudaStream>, op: &Linear) -> GpuResult<()> {
@@ -167,14 +172,15 @@ impl LtCache {
             size_of::<i32>(),
         )?;
         use sys::cublasLtEpilogue_t as E;
-        let epilogue = match (key.bias, key.epilogue) {
-            (false, Epilogue::None) => E::CUBLASLT_EPILOGUE_DEFAULT,
-            (false, Epilogue::Relu) => E::CUBLASLT_EPILOGUE_RELU,
-            (false, Epilogue::Gelu) => E::CUBLASLT_EPILOGUE_GELU,
-            (true, Epilogue::None) => E::CUBLASLT_EPILOGUE_BIAS,
-            (true, Epilogue::Relu) => E::CUBLASLT_EPILOGUE_RELU_BIAS,
-            (true, Epilogue::Gelu) => E::CUBLASLT_EPILOGUE_GELU_BIAS,
-        } as u32;
+        let (epilogue, fused) = match (key.bias, key.epilogue) {
+            (false, Epilogue::None) => (E::CUBLASLT_EPILOGUE_DEFAULT, Fused::Everything),
+            (false, Epilogue::Relu) => (E::CUBLASLT_EPILOGUE_RELU, Fused::Everything),
+            (false, Epilogue::Silu) => (E::CUBLASLT_EPILOGUE_DEFAULT, Fused::Nothing),
+            (true, Epilogue::None) => (E::CUBLASLT_EPILOGUE_BIAS, Fused::Everything),
+            (true, Epilogue::Relu) => (E::CUBLASLT_EPILOGUE_RELU_BIAS, Fused::Everything),
+            (true, Epilogue::Silu) => (E::CUBLASLT_EPILOGUE_BIAS, Fused::Bias),
+        };
+        let epilogue = epilogue as u32;
         set(
             sys::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_EPILOGUE,
             (&epilogue as *const u32).cast(),
@@ -188,14 +194,12 @@ impl LtCache {
                 size_of::<i32>(),
             )?;
         }
-        // Column-major views: W is k×n (ld k) used transposed, X is k×m (ld ldx), Y is n×m (ld ldy).
-        let layout = |rows: usize, cols: usize, ld: usize| {
-            lt::create_matrix_layout(f16, rows as u64, cols as u64, ld as i64)
+        let layout = |l: crate::gpu::gemm::MatrixLayout| {
+            lt::create_matrix_layout(f16, l.rows as u64, l.cols as u64, l.ld as i64)
                 .map_err(lt_error("cublasLtMatrixLayoutCreate"))
         };
-        let w_layout = layout(key.k, key.n, key.k)?;
-        let x_layout = layout(key.k, key.m, key.ldx)?;
-        let y_layout = layout(key.n, key.m, key.ldy)?;
+        let [w, x, y] = ColumnMajorGemm::from(op).layouts();
+        let (w_layout, x_layout, y_layout) = (layout(w)?, layout(x)?, layout(y)?);
         let candidates = self.heuristics(desc, w_layout, x_layout, y_layout)?;
         let mut plan = Plan {
             desc,
@@ -203,6 +207,7 @@ impl LtCache {
             x_layout,
             y_layout,
             algo: candidates[0],
+            fused,
         };
         let capturing = stream
             .capture_status()

@@ -18,9 +18,10 @@ use cudarc::driver::{
     LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 
+use super::gemm::{self, ColumnMajorGemm, Fused};
 use super::{
-    BatchedProduct, DeviceInfo, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph,
-    GpuResult, KernelArg, Launch, Linear,
+    BatchedProduct, DeviceInfo, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph, GpuResult,
+    KernelArg, Launch, Linear,
 };
 
 fn call_error(call: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> GpuError {
@@ -168,35 +169,83 @@ impl CudaDevice {
         })
     }
 
-    fn gemm_ex(&self, op: &Linear) -> GpuResult<()> {
+    /// Runs a column-major fp16 GEMM with cuBLAS (`GemmEx`, or `GemmStridedBatchedEx` for
+    /// batches).
+    fn blas_gemm(&self, g: &ColumnMajorGemm) -> GpuResult<()> {
         let handle = self.blas.lock().unwrap_or_else(|e| e.into_inner());
-        let (alpha, beta) = (1.0f32, 0.0f32);
-        // Row-major Y = X·Wᵀ is column-major Yᵀ = W·Xᵀ: transa = T on W ([n][k], ld k).
-        // SAFETY: the pointers are device buffers sized by the caller for these shapes.
+        let beta = 0.0f32;
+        let op = |t: bool| {
+            if t {
+                blas_sys::cublasOperation_t::CUBLAS_OP_T
+            } else {
+                blas_sys::cublasOperation_t::CUBLAS_OP_N
+            }
+        };
+        let f16 = blas_sys::cudaDataType_t::CUDA_R_16F;
+        let compute = blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F;
+        let algo = blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT;
+        let (alpha, beta) = (
+            (&g.alpha as *const f32).cast(),
+            (&beta as *const f32).cast(),
+        );
+        let (m, n, k) = (g.m as i32, g.n as i32, g.k as i32);
+        let (op_a, op_b) = (op(g.transpose_a), op(g.transpose_b));
+        if g.batch == 1 {
+            // SAFETY: the addresses are device buffers the caller sized for these shapes.
+            return unsafe {
+                blas::gemm_ex(
+                    handle.0,
+                    op_a,
+                    op_b,
+                    m,
+                    n,
+                    k,
+                    alpha,
+                    g.a as *const _,
+                    f16,
+                    g.lda as i32,
+                    g.b as *const _,
+                    f16,
+                    g.ldb as i32,
+                    beta,
+                    g.c as *mut _,
+                    f16,
+                    g.ldc as i32,
+                    compute,
+                    algo,
+                )
+            }
+            .map_err(blas_error("cublasGemmEx"));
+        }
+        // SAFETY: as above, for every batch entry at its stride.
         unsafe {
-            blas::gemm_ex(
+            blas::gemm_strided_batched_ex(
                 handle.0,
-                blas_sys::cublasOperation_t::CUBLAS_OP_T,
-                blas_sys::cublasOperation_t::CUBLAS_OP_N,
-                op.n as i32,
-                op.m as i32,
-                op.k as i32,
-                (&alpha as *const f32).cast(),
-                op.w as *const _,
-                blas_sys::cudaDataType_t::CUDA_R_16F,
-                op.k as i32,
-                op.x as *const _,
-                blas_sys::cudaDataType_t::CUDA_R_16F,
-                op.ldx as i32,
-                (&beta as *const f32).cast(),
-                op.y as *mut _,
-                blas_sys::cudaDataType_t::CUDA_R_16F,
-                op.ldy as i32,
-                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                op_a,
+                op_b,
+                m,
+                n,
+                k,
+                alpha,
+                g.a as *const _,
+                f16,
+                g.lda as i32,
+                g.stride_a as i64,
+                g.b as *const _,
+                f16,
+                g.ldb as i32,
+                g.stride_b as i64,
+                beta,
+                g.c as *mut _,
+                f16,
+                g.ldc as i32,
+                g.stride_c as i64,
+                g.batch as i32,
+                compute,
+                algo,
             )
         }
-        .map_err(blas_error("cublasGemmEx"))
+        .map_err(blas_error("cublasGemmStridedBatchedEx"))
     }
 }
 
@@ -324,81 +373,26 @@ impl GpuDevice for CudaDevice {
     }
 
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
-        match path {
+        let fused = match path {
             GemmPath::Lt => self.lt.lock().unwrap_or_else(|e| e.into_inner()).linear(
                 &self.ctx,
                 &self.stream,
                 op,
-            ),
+            )?,
             GemmPath::Blas => {
-                self.gemm_ex(op)?;
-                let act = match op.epilogue {
-                    Epilogue::None => 0,
-                    Epilogue::Relu => {
-                        super::kernels::activation_code(crate::weights::format::Activation::Relu)
-                    }
-                    Epilogue::Gelu => {
-                        return Err(GpuError::Unsupported(
-                            "a GELU epilogue on the BLAS path".to_owned(),
-                        ));
-                    }
-                };
-                if op.bias.is_none() && act == 0 {
-                    return Ok(());
-                }
-                if op.ldy != op.n {
-                    return Err(GpuError::Unsupported(
-                        "a bias or activation on a strided GEMM output".to_owned(),
-                    ));
-                }
-                self.launch(
-                    "bias_activation",
-                    Launch::elements(op.m * op.n / 8),
-                    &[
-                        KernelArg::Ptr(op.y),
-                        KernelArg::Ptr(op.bias.unwrap_or(0)),
-                        KernelArg::I64(op.m as i64),
-                        KernelArg::I32(op.n as i32),
-                        KernelArg::I32(act),
-                    ],
-                )
+                self.blas_gemm(&ColumnMajorGemm::from(op))?;
+                Fused::Nothing
             }
+        };
+        match fused {
+            Fused::Everything => Ok(()),
+            Fused::Bias => gemm::finish_with_kernel(self, op, true),
+            Fused::Nothing => gemm::finish_with_kernel(self, op, false),
         }
     }
 
     fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
-        let handle = self.blas.lock().unwrap_or_else(|e| e.into_inner());
-        let beta = 0.0f32;
-        // Row-major C_i = A_i·B_iᵀ is column-major C_iᵀ = B_i·A_iᵀ (see `gemm_ex`).
-        // SAFETY: device pointers sized by the caller for these shapes and strides.
-        unsafe {
-            blas::gemm_strided_batched_ex(
-                handle.0,
-                blas_sys::cublasOperation_t::CUBLAS_OP_T,
-                blas_sys::cublasOperation_t::CUBLAS_OP_N,
-                op.n as i32,
-                op.m as i32,
-                op.k as i32,
-                (&op.alpha as *const f32).cast(),
-                op.b as *const _,
-                blas_sys::cudaDataType_t::CUDA_R_16F,
-                op.ldb as i32,
-                op.stride_b as i64,
-                op.a as *const _,
-                blas_sys::cudaDataType_t::CUDA_R_16F,
-                op.lda as i32,
-                op.stride_a as i64,
-                (&beta as *const f32).cast(),
-                op.c as *mut _,
-                blas_sys::cudaDataType_t::CUDA_R_16F,
-                op.ldc as i32,
-                op.stride_c as i64,
-                op.batch as i32,
-                blas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                blas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-            )
-        }
-        .map_err(blas_error("cublasGemmStridedBatchedEx"))
+        self.blas_gemm(&ColumnMajorGemm::from(op))
     }
 
     fn synchronize(&self) -> GpuResult<()> {

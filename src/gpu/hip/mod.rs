@@ -1,6 +1,9 @@
-//! ROCm through lc0rs' own `hip-sys` bindings: what `lc0rs devices` reports, and compiling the
-//! kernels of `hip/` with hipRTC (no GPU needed). The ROCm implementation of `GpuDevice` (HIP
-//! runtime, rocBLAS, hipBLASLt) builds on this.
+//! ROCm through lc0rs' own bindings: what `lc0rs devices` reports, compiling the kernels of
+//! `hip/` with hipRTC (no GPU needed), and the ROCm implementation of `GpuDevice`
+//! ([`device::HipDevice`]: HIP runtime, rocBLAS, hipBLASLt).
+
+pub mod device;
+mod lt;
 
 use hip_sys::result::{
     arch_name, device_attribute, device_count, device_name, runtime_version, version_text,
@@ -12,6 +15,14 @@ use hipblaslt_sys::HipblasLt;
 use rocblas_sys::Rocblas;
 
 use super::{GpuError, kernels};
+
+/// A failed HIP call as a [`GpuError`] naming the call.
+fn hip_error(e: hip_sys::HipError) -> GpuError {
+    GpuError::Call {
+        call: e.call,
+        detail: e.to_string(),
+    }
+}
 
 impl From<LoadError> for GpuError {
     fn from(e: LoadError) -> Self {
@@ -73,24 +84,6 @@ fn describe_gpu(hip: &Hip, ordinal: usize) -> String {
     format!("{name} ({arch}), {cus} compute units, wave {wave}")
 }
 
-/// Finds AMD GPU `ordinal` through the HIP runtime and describes it; where there is no runtime
-/// or no such GPU, the error says which.
-pub fn find_gpu(ordinal: usize) -> Result<String, GpuError> {
-    let hip = Hip::load()?;
-    let call = |e: hip_sys::HipError| GpuError::Call {
-        call: e.call,
-        detail: e.to_string(),
-    };
-    let count = device_count(&hip).map_err(call)?;
-    if ordinal >= count {
-        return Err(GpuError::NoDevice(format!(
-            "AMD GPU {ordinal} requested, the HIP runtime {} reports {count}",
-            hip.runtime_library.display()
-        )));
-    }
-    Ok(format!("gpu {ordinal}: {}", describe_gpu(&hip, ordinal)))
-}
-
 /// Whether rocBLAS and hipBLASLt of the runtime's release load (and resolve every function
 /// lc0rs calls) from the runtime's directory.
 fn blas_report(hip: &Hip, version: i32) -> [String; 2] {
@@ -112,10 +105,15 @@ fn blas_report(hip: &Hip, version: i32) -> [String; 2] {
 /// Compiles every kernel of `hip/` for `arch` (e.g. gfx90a) with hipRTC; returns the code
 /// object after checking that each kernel every vendor has is in it.
 pub fn compile_kernels(arch: &str) -> Result<Vec<u8>, GpuError> {
-    let hip = Hip::load()?;
-    let warp = format!("-DWARP_SIZE={}", wave_size(arch));
+    compile_source(&Hip::load()?, arch, wave_size(arch))
+}
+
+/// Compiles `hip/` for `arch` and wave size `wave` and checks that every shared kernel is in
+/// the code object.
+fn compile_source(hip: &Hip, arch: &str, wave: u32) -> Result<Vec<u8>, GpuError> {
+    let warp = format!("-DWARP_SIZE={wave}");
     let code = compile(
-        &hip,
+        hip,
         &kernels::source(),
         "lc0rs_kernels.hip",
         arch,

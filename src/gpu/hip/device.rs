@@ -1,0 +1,447 @@
+//! The ROCm implementation of [`GpuDevice`] through lc0rs' own bindings: the HIP runtime
+//! (memory, one stream, events, graph capture), the `hip/` kernels compiled by hipRTC for the
+//! GPU's arch and wave size, rocBLAS for `gemm=blas` and the batched products, hipBLASLt for
+//! `gemm=lt` where the ROCm release has it (6.0+).
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use hip_sys::Hip;
+use hip_sys::result::{self as hip, version_text};
+use hip_sys::safe::{self as owned, DeviceMemory, Event, Function, Module, PinnedMemory, Stream};
+use hip_sys::sys::{
+    HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, HIP_DEVICE_ATTRIBUTE_WARP_SIZE,
+    MEMCPY_DEVICE_TO_HOST, MEMCPY_HOST_TO_DEVICE,
+};
+use hipblaslt_sys::HipblasLt;
+use rocblas_sys::Rocblas;
+use rocblas_sys::result::HalfGemm;
+use rocblas_sys::safe::Handle as RocblasHandle;
+
+use super::hip_error;
+use super::lt::LtCache;
+use crate::gpu::gemm::{self, ColumnMajorGemm, Fused};
+use crate::gpu::{
+    BatchedProduct, DeviceInfo, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph, GpuResult,
+    KernelArg, Launch, Linear, kernels,
+};
+
+/// rocBLAS' workspace, set once so that no GEMM allocates during graph capture (gpu-apis.md §3.2).
+const ROCBLAS_WORKSPACE_BYTES: usize = 32 << 20;
+
+// Kernel arguments are passed as 8-byte slots whose first bytes hold the value.
+const _: () = assert!(cfg!(target_endian = "little"));
+
+/// rocBLAS bound to the device's stream, with its workspace.
+struct Blas {
+    handle: RocblasHandle,
+    _workspace: DeviceMemory,
+}
+
+/// hipBLASLt, or why `gemm=lt` cannot run here.
+enum Lt {
+    Ready(Box<LtCache>),
+    Missing(String),
+}
+
+/// A captured graph with the stream it replays on.
+struct Graph {
+    graph: owned::Graph,
+    stream: Arc<Stream>,
+}
+
+impl GpuGraph for Graph {
+    fn launch(&self) -> GpuResult<()> {
+        self.graph.launch(&self.stream).map_err(hip_error)
+    }
+}
+
+/// One AMD GPU with one stream.
+pub struct HipDevice {
+    blas: Mutex<Blas>,
+    lt: Mutex<Lt>,
+    events: Mutex<Vec<Event>>,
+    /// Pinned host memory that copies go through.
+    staging: Mutex<Option<PinnedMemory>>,
+    functions: HashMap<&'static str, Function>,
+    module: Module,
+    stream: Arc<Stream>,
+    hip: Arc<Hip>,
+    ordinal: usize,
+    info: DeviceInfo,
+}
+
+impl HipDevice {
+    /// Opens AMD GPU `ordinal`: compiles the kernels for its arch with hipRTC, loads them, and
+    /// sets up rocBLAS (required) and hipBLASLt (where the release has it).
+    pub fn new(ordinal: usize) -> GpuResult<Self> {
+        let hip = Arc::new(Hip::load()?);
+        let count = hip::device_count(&hip).map_err(hip_error)?;
+        if ordinal >= count {
+            return Err(GpuError::NoDevice(format!(
+                "AMD GPU {ordinal} requested, the HIP runtime {} reports {count}",
+                hip.runtime_library.display()
+            )));
+        }
+        hip::set_device(&hip, ordinal).map_err(hip_error)?;
+        let info = device_info(&hip, ordinal)?;
+        let code = compile_for(&hip, &info.arch, info.warp_size)?;
+        let module = Module::load(&hip, &code).map_err(hip_error)?;
+        let functions = kernels::KERNEL_NAMES
+            .iter()
+            .map(|&name| Ok((name, module.function(name).map_err(hip_error)?)))
+            .collect::<GpuResult<HashMap<_, _>>>()?;
+        let stream = Arc::new(Stream::new(&hip).map_err(hip_error)?);
+        let version = hip::runtime_version(&hip).map_err(hip_error)?;
+        let dir = hip
+            .runtime_library
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(Path::to_path_buf);
+        let blas = open_rocblas(&hip, dir.as_deref(), version, &stream)?;
+        let lt = match HipblasLt::load(dir.as_deref(), version) {
+            Ok(lib) => Lt::Ready(Box::new(LtCache::new(&hip, &Arc::new(lib), version)?)),
+            Err(e) => Lt::Missing(e.to_string()),
+        };
+        Ok(Self {
+            blas: Mutex::new(blas),
+            lt: Mutex::new(lt),
+            events: Mutex::new(Vec::new()),
+            staging: Mutex::new(None),
+            functions,
+            module,
+            stream,
+            hip,
+            ordinal,
+            info,
+        })
+    }
+
+    /// Makes this GPU current for the calling thread (HIP's current device is per thread).
+    fn bind(&self) -> GpuResult<()> {
+        hip::set_device(&self.hip, self.ordinal).map_err(hip_error)
+    }
+
+    /// The pinned staging buffer, grown to at least `bytes`.
+    fn staging(&self, bytes: usize) -> GpuResult<MutexGuard<'_, Option<PinnedMemory>>> {
+        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        if staging.as_ref().is_none_or(|s| s.len() < bytes) {
+            *staging = None;
+            *staging =
+                Some(PinnedMemory::alloc(&self.hip, bytes.next_power_of_two()).map_err(hip_error)?);
+        }
+        Ok(staging)
+    }
+
+    fn rocblas_gemm(&self, g: &ColumnMajorGemm) -> GpuResult<()> {
+        let blas = self.blas.lock().unwrap_or_else(|e| e.into_inner());
+        let half = HalfGemm {
+            transpose_a: g.transpose_a,
+            transpose_b: g.transpose_b,
+            m: g.m as i32,
+            n: g.n as i32,
+            k: g.k as i32,
+            alpha: g.alpha,
+            beta: 0.0,
+            a: g.a,
+            lda: g.lda as i32,
+            stride_a: g.stride_a as i64,
+            b: g.b,
+            ldb: g.ldb as i32,
+            stride_b: g.stride_b as i64,
+            c: g.c,
+            ldc: g.ldc as i32,
+            stride_c: g.stride_c as i64,
+            batch: g.batch as i32,
+        };
+        // SAFETY: the addresses are device buffers the caller sized for these shapes.
+        unsafe { blas.handle.half_gemm(&half) }.map_err(|e| GpuError::Call {
+            call: e.call,
+            detail: e.to_string(),
+        })
+    }
+}
+
+/// Name, arch, memory, compute units and wave size of GPU `ordinal`.
+fn device_info(hip: &Hip, ordinal: usize) -> GpuResult<DeviceInfo> {
+    let attribute = |a| hip::device_attribute(hip, a, ordinal).map_err(hip_error);
+    Ok(DeviceInfo {
+        name: hip::device_name(hip, ordinal).map_err(hip_error)?,
+        arch: hip::arch_name(hip, ordinal).map_err(hip_error)?,
+        memory_bytes: hip::total_memory(hip, ordinal).map_err(hip_error)?,
+        multiprocessors: attribute(HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        warp_size: attribute(HIP_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32,
+        runtime: format!(
+            "HIP runtime {}",
+            version_text(hip::runtime_version(hip).map_err(hip_error)?)
+        ),
+    })
+}
+
+/// Compiles `hip/` for `arch` with the GPU's own wave size.
+fn compile_for(hip: &Hip, arch: &str, wave: u32) -> GpuResult<Vec<u8>> {
+    let started = std::time::Instant::now();
+    let code = super::compile_source(hip, arch, wave)?;
+    tracing::info!(
+        arch,
+        wave,
+        seconds = started.elapsed().as_secs_f64(),
+        bytes = code.len(),
+        "compiled the kernels with hipRTC"
+    );
+    Ok(code)
+}
+
+/// rocBLAS of the runtime's release, on `stream`, with a preallocated workspace.
+fn open_rocblas(
+    hip: &Arc<Hip>,
+    dir: Option<&Path>,
+    version: i32,
+    stream: &Stream,
+) -> GpuResult<Blas> {
+    let lib = Rocblas::load(dir, version).map_err(|e| GpuError::LibraryMissing {
+        library: "rocBLAS",
+        detail: format!("{e} (install the rocblas package of this ROCm release)"),
+    })?;
+    let workspace = DeviceMemory::alloc(hip, ROCBLAS_WORKSPACE_BYTES).map_err(hip_error)?;
+    // SAFETY: the stream and the workspace outlive the handle (all owned by the device, the
+    // handle dropped first).
+    let handle = unsafe {
+        RocblasHandle::new(
+            &Arc::new(lib),
+            stream.handle(),
+            workspace.address(),
+            ROCBLAS_WORKSPACE_BYTES,
+        )
+    }
+    .map_err(|e| GpuError::Call {
+        call: e.call,
+        detail: e.to_string(),
+    })?;
+    Ok(Blas {
+        handle,
+        _workspace: workspace,
+    })
+}
+
+/// Each argument's value in an 8-byte slot (little-endian: the value's bytes come first).
+fn argument_slots(args: &[KernelArg]) -> Vec<u64> {
+    args.iter()
+        .map(|a| match *a {
+            KernelArg::Ptr(p) => p,
+            KernelArg::I32(v) => u64::from(v as u32),
+            KernelArg::I64(v) => v as u64,
+            KernelArg::F32(v) => u64::from(v.to_bits()),
+        })
+        .collect()
+}
+
+impl GpuDevice for HipDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer> {
+        self.bind()?;
+        let memory = DeviceMemory::alloc(&self.hip, bytes).map_err(hip_error)?;
+        Ok(GpuBuffer::new(memory.address(), bytes, Box::new(memory)))
+    }
+
+    fn upload(&self, dst: u64, src: &[u8]) -> GpuResult<()> {
+        let mut staging = self.staging(src.len())?;
+        let pinned = &mut staging
+            .as_mut()
+            .expect("staging sized above")
+            .as_mut_slice()[..src.len()];
+        pinned.copy_from_slice(src);
+        // SAFETY: dst is a device buffer of at least src.len() bytes; the staging memory is not
+        // touched again before the copy completes (we wait for it below).
+        unsafe {
+            hip::memcpy_async(
+                &self.hip,
+                dst as *mut c_void,
+                pinned.as_ptr().cast(),
+                src.len(),
+                MEMCPY_HOST_TO_DEVICE,
+                self.stream.handle(),
+            )
+        }
+        .map_err(hip_error)?;
+        self.synchronize()
+    }
+
+    fn download(&self, src: u64, dst: &mut [u8]) -> GpuResult<()> {
+        let mut staging = self.staging(dst.len())?;
+        let pinned = &mut staging
+            .as_mut()
+            .expect("staging sized above")
+            .as_mut_slice()[..dst.len()];
+        // SAFETY: src is a device buffer of at least dst.len() bytes; we wait for the copy.
+        unsafe {
+            hip::memcpy_async(
+                &self.hip,
+                pinned.as_mut_ptr().cast(),
+                src as *const c_void,
+                dst.len(),
+                MEMCPY_DEVICE_TO_HOST,
+                self.stream.handle(),
+            )
+        }
+        .map_err(hip_error)?;
+        self.synchronize()?;
+        dst.copy_from_slice(pinned);
+        Ok(())
+    }
+
+    fn fill(&self, dst: u64, bytes: usize, value: u8) -> GpuResult<()> {
+        // SAFETY: dst is a device buffer of at least `bytes` bytes.
+        unsafe {
+            hip::memset_async(
+                &self.hip,
+                dst as *mut c_void,
+                value,
+                bytes,
+                self.stream.handle(),
+            )
+        }
+        .map_err(hip_error)
+    }
+
+    fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
+        let function = *self
+            .functions
+            .get(kernel)
+            .ok_or_else(|| GpuError::UnknownKernel(kernel.to_owned()))?;
+        let mut slots = argument_slots(args);
+        let mut params: Vec<*mut c_void> = slots
+            .iter_mut()
+            .map(|slot| (slot as *mut u64).cast())
+            .collect();
+        // SAFETY: the argument list matches the kernel's signature in hip/kernels.hip (the
+        // executor is the only caller, and the same lists run on CUDA against the CPU oracle);
+        // `slots` outlives the call, which copies the values.
+        unsafe {
+            self.module.launch(
+                function,
+                launch.grid,
+                launch.block,
+                launch.shared_bytes,
+                &self.stream,
+                &mut params,
+            )
+        }
+        .map_err(hip_error)
+    }
+
+    fn memory(&self) -> GpuResult<(usize, usize)> {
+        self.bind()?;
+        let (free, total) = hip::memory_info(&self.hip).map_err(hip_error)?;
+        Ok((total - free, total))
+    }
+
+    fn has_kernel(&self, kernel: &str) -> bool {
+        self.functions.contains_key(kernel)
+    }
+
+    fn gemm_path_unavailable(&self, path: GemmPath) -> Option<String> {
+        match (path, &*self.lt.lock().unwrap_or_else(|e| e.into_inner())) {
+            (GemmPath::Lt, Lt::Missing(why)) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
+        self.bind()?;
+        let fused = match path {
+            GemmPath::Lt => match &mut *self.lt.lock().unwrap_or_else(|e| e.into_inner()) {
+                Lt::Ready(cache) => cache.linear(&self.stream, op)?,
+                Lt::Missing(why) => {
+                    return Err(GpuError::LibraryMissing {
+                        library: "hipBLASLt",
+                        detail: format!("{why}; use -o gemm=blas"),
+                    });
+                }
+            },
+            GemmPath::Blas => {
+                self.rocblas_gemm(&ColumnMajorGemm::from(op))?;
+                Fused::Nothing
+            }
+        };
+        match fused {
+            Fused::Everything => Ok(()),
+            Fused::Bias => gemm::finish_with_kernel(self, op, true),
+            Fused::Nothing => gemm::finish_with_kernel(self, op, false),
+        }
+    }
+
+    fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
+        self.bind()?;
+        self.rocblas_gemm(&ColumnMajorGemm::from(op))
+    }
+
+    fn synchronize(&self) -> GpuResult<()> {
+        self.stream.synchronize().map_err(hip_error)
+    }
+
+    fn begin_capture(&self) -> GpuResult<()> {
+        self.bind()?;
+        self.stream.begin_capture().map_err(hip_error)
+    }
+
+    fn end_capture(&self) -> GpuResult<Box<dyn GpuGraph>> {
+        let graph = self
+            .stream
+            .end_capture()
+            .map_err(hip_error)?
+            .ok_or_else(|| GpuError::Call {
+                call: "hipStreamEndCapture",
+                detail: "nothing was captured".to_owned(),
+            })?;
+        Ok(Box::new(Graph {
+            graph,
+            stream: self.stream.clone(),
+        }))
+    }
+
+    fn record_event(&self) -> GpuResult<usize> {
+        let event = Event::new(&self.hip).map_err(hip_error)?;
+        event.record(&self.stream).map_err(hip_error)?;
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.push(event);
+        Ok(events.len() - 1)
+    }
+
+    fn elapsed_ms(&self, start: usize, end: usize) -> GpuResult<f32> {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events[start].elapsed_ms(&events[end]).map_err(hip_error)
+    }
+
+    fn clear_events(&self) {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_arguments_sit_at_the_start_of_their_slots() {
+        let slots = argument_slots(&[
+            KernelArg::Ptr(0x7f00_1234_5678),
+            KernelArg::I32(-2),
+            KernelArg::I64(-3),
+            KernelArg::F32(1.5),
+        ]);
+        let bytes = |i: usize| slots[i].to_ne_bytes();
+        assert_eq!(u64::from_ne_bytes(bytes(0)), 0x7f00_1234_5678);
+        assert_eq!(i32::from_ne_bytes(bytes(1)[..4].try_into().unwrap()), -2);
+        assert_eq!(i64::from_ne_bytes(bytes(2)), -3);
+        assert_eq!(f32::from_ne_bytes(bytes(3)[..4].try_into().unwrap()), 1.5);
+    }
+}
