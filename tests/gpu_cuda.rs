@@ -355,6 +355,30 @@ fn relu_scalar_variant_matches_cpu() {
     }
 }
 
+/// A net whose dense layers end in SiLU (embedding, FFN, heads): the `Silu` GEMM epilogue,
+/// which cuBLASLt does not have, so the bias is fused and SiLU runs as a kernel (Lt), or both
+/// run as a kernel (BLAS).
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn swish_variant_matches_cpu() {
+    use lc0rs::netgen::{generate, preset};
+    let mut arch = preset("tiny").unwrap();
+    arch.format.default_activation = Activation::Swish;
+    arch.format.ffn_activation = Activation::Swish;
+    let network = generate(&arch, 23);
+    let oracle = create_backend("cpu", network.clone(), "").unwrap();
+    for options in ["gemm=lt", "gemm=blas", "gemm=lt,graph=false"] {
+        let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();
+        let histories = random_histories(64, 11);
+        let encoded = encode_all(&histories, backend.as_ref());
+        let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
+        let got = evaluate_in_batches(backend.as_ref(), &encoded, 16).unwrap();
+        let e = compare(&histories, &encoded, &got, &want, 16);
+        eprintln!("swish variant {options}: {e:?}");
+        assert!(e.passed(), "{options}: {e:?}");
+    }
+}
+
 /// Head selection on the GPU: each of tiny-dense's policy and value heads against the cpu
 /// oracle with the same heads.
 #[test]
