@@ -151,7 +151,7 @@ struct NetArgs {
     #[arg(short = 'w', long = "weights")]
     weights: Option<String>,
     /// Backend name; default: the best one present (cuda-fp16 with a usable NVIDIA GPU, else
-    /// cpu).
+    /// rocm-fp16 with an AMD GPU, else cpu).
     #[arg(short = 'b', long = "backend", value_parser = clap::builder::PossibleValuesParser::new(BACKEND_NAMES))]
     backend: Option<String>,
     /// Backend options, `key=value,key2=value2`.
@@ -162,10 +162,9 @@ struct NetArgs {
 impl NetArgs {
     /// `-b`, or the best backend present.
     fn backend_name(&self) -> String {
-        self.backend.clone().unwrap_or_else(|| {
-            let gpu = matches!(lc0rs::gpu::cuda::device_count(), Ok(n) if n > 0);
-            if gpu { "cuda-fp16" } else { "cpu" }.to_owned()
-        })
+        self.backend
+            .clone()
+            .unwrap_or_else(|| lc0rs::backend::best_backend_name().to_owned())
     }
 
     fn network(&self) -> Result<lc0rs::weights::Network> {

@@ -31,7 +31,10 @@ fn check_against_cpu(label: &str, network: &Network, option_sets: &[&str]) {
                 let got = evaluate_in_batches(backend.as_ref(), &encoded, batch).unwrap();
                 let e = compare(&histories, &encoded, &got, &want, batch);
                 eprintln!("{label} {options} batch {batch} run {run}: {e:?}");
-                assert!(e.passed(), "{label} {options} batch {batch} run {run}: {e:?}");
+                assert!(
+                    e.passed(),
+                    "{label} {options} batch {batch} run {run}: {e:?}"
+                );
             }
         }
     }

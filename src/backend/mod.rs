@@ -10,7 +10,7 @@ mod registry;
 use shakmaty::Move;
 
 pub use options::BackendOptions;
-pub use registry::{BACKEND_NAMES, create_backend};
+pub use registry::{BACKEND_NAMES, best_backend_name, create_backend};
 
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;

@@ -7,6 +7,18 @@ use crate::weights::Network;
 /// The backends this build can create.
 pub const BACKEND_NAMES: [&str; 4] = ["cpu", "cuda-fp16", "rocm-fp16", "rocm"];
 
+/// The best backend this machine can run: `cuda-fp16` with a usable NVIDIA GPU, else
+/// `rocm-fp16` with an AMD GPU the HIP runtime reports, else `cpu`.
+pub fn best_backend_name() -> &'static str {
+    if matches!(crate::gpu::cuda::device_count(), Ok(n) if n > 0) {
+        "cuda-fp16"
+    } else if crate::gpu::hip::device_count() > 0 {
+        "rocm-fp16"
+    } else {
+        "cpu"
+    }
+}
+
 /// Creates backend `name` for `network` with lc0-style `options` (`key=value,...`).
 pub fn create_backend(
     name: &str,

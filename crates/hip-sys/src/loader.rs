@@ -194,6 +194,7 @@ fn device_fns(lib: &Library, path: &Path) -> Result<DeviceFns, LoadError> {
         hip_event_create_with_flags: symbol(lib, path, "hipEventCreateWithFlags")?,
         hip_event_record: symbol(lib, path, "hipEventRecord")?,
         hip_event_elapsed_time: symbol(lib, path, "hipEventElapsedTime")?,
+        hip_event_synchronize: symbol(lib, path, "hipEventSynchronize")?,
         hip_event_destroy: symbol(lib, path, "hipEventDestroy")?,
         hip_module_load_data: symbol(lib, path, "hipModuleLoadData")?,
         hip_module_get_function: symbol(lib, path, "hipModuleGetFunction")?,

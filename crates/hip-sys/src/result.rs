@@ -281,16 +281,26 @@ pub unsafe fn event_record(hip: &Hip, event: HipEvent, stream: HipStream) -> Res
     })
 }
 
-/// Milliseconds between two recorded events (waits for `end`).
+/// Milliseconds between two recorded events, waiting for `end` first (hipEventElapsedTime
+/// itself answers hipErrorNotReady for unfinished events).
 ///
 /// # Safety
 /// Both are live events of this runtime.
 pub unsafe fn event_elapsed_ms(hip: &Hip, start: HipEvent, end: HipEvent) -> Result<f32, HipError> {
     let mut ms = 0f32;
     // SAFETY: as the caller promises; writes one float.
-    check(hip, "hipEventElapsedTime", unsafe {
-        (hip.device.hip_event_elapsed_time)(&mut ms, start, end)
-    })?;
+    unsafe {
+        check(
+            hip,
+            "hipEventSynchronize",
+            (hip.device.hip_event_synchronize)(end),
+        )?;
+        check(
+            hip,
+            "hipEventElapsedTime",
+            (hip.device.hip_event_elapsed_time)(&mut ms, start, end),
+        )?;
+    }
     Ok(ms)
 }
 

@@ -136,6 +136,7 @@ pub struct DeviceFns {
     pub hip_event_create_with_flags: unsafe extern "C" fn(*mut HipEvent, c_uint) -> HipErrorCode,
     pub hip_event_record: unsafe extern "C" fn(HipEvent, HipStream) -> HipErrorCode,
     pub hip_event_elapsed_time: unsafe extern "C" fn(*mut f32, HipEvent, HipEvent) -> HipErrorCode,
+    pub hip_event_synchronize: unsafe extern "C" fn(HipEvent) -> HipErrorCode,
     pub hip_event_destroy: unsafe extern "C" fn(HipEvent) -> HipErrorCode,
     pub hip_module_load_data: unsafe extern "C" fn(*mut HipModule, *const c_void) -> HipErrorCode,
     pub hip_module_get_function:

@@ -74,12 +74,13 @@ fn epilogue_choices(bias: bool, epilogue: Epilogue, swish: bool) -> Vec<(u32, Fu
 
 /// The hipBLASLt handle, its workspace and the plans made so far.
 pub struct LtCache {
-    hip: Arc<Hip>,
+    /// Dropped first: descriptors and layouts before the handle and the workspace.
+    plans: HashMap<PlanKey, Plan>,
     handle: Handle,
     workspace: DeviceMemory,
     /// Whether this release has the SWISH epilogues (ROCm 7.0+).
     swish: bool,
-    plans: HashMap<PlanKey, Plan>,
+    hip: Arc<Hip>,
 }
 
 impl LtCache {

@@ -6,7 +6,8 @@ pub mod device;
 mod lt;
 
 use hip_sys::result::{
-    arch_name, device_attribute, device_count, device_name, runtime_version, version_text,
+    arch_name, device_attribute, device_count as device_count_of, device_name, runtime_version,
+    version_text,
 };
 use hip_sys::safe::{compile, rtc_version};
 use hip_sys::sys::{HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, HIP_DEVICE_ATTRIBUTE_WARP_SIZE};
@@ -63,7 +64,7 @@ pub fn report() -> Vec<String> {
         )),
         Err(e) => lines.push(format!("hipRTC unusable: {e}")),
     }
-    match device_count(&hip) {
+    match device_count_of(&hip) {
         Err(e) => lines.push(format!("no GPUs: {e}")),
         Ok(0) => lines.push("no GPUs: the HIP runtime reports none (hipErrorNoDevice)".to_owned()),
         Ok(n) => {
@@ -71,6 +72,14 @@ pub fn report() -> Vec<String> {
         }
     }
     lines
+}
+
+/// The number of AMD GPUs the HIP runtime reports (0 without a runtime).
+pub fn device_count() -> usize {
+    Hip::load()
+        .ok()
+        .and_then(|hip| device_count_of(&hip).ok())
+        .unwrap_or(0)
 }
 
 /// One GPU in words: name, arch, compute units, wave size (unreadable fields say why).
