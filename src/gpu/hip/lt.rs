@@ -226,7 +226,6 @@ impl LtCache {
                 self.run(plan, stream, op)?;
             }
             end.record(stream).map_err(hip_error)?;
-            stream.synchronize().map_err(hip_error)?;
             let ms = start.elapsed_ms(&end).map_err(hip_error)?;
             if ms < best.0 {
                 best = (ms, algo);
