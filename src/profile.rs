@@ -1,4 +1,5 @@
-//! Where the time of a forward pass goes: per-operation timings (from device events on GPUs),
+//! Where the time of a forward pass goes: per-operation timings (on GPUs from kernel timestamps
+//! where the device can trace, else from device events),
 //! reported as a table by operation kind, a table per encoder layer, a Chrome/Perfetto trace,
 //! and an SVG chart.
 
@@ -28,8 +29,12 @@ pub struct PassProfile {
     /// The GPU time of the same pass without the profiler's events (a replay of its graph,
     /// bracketed by two events).
     pub pass_ms: f64,
-    /// The GPU time of the instrumented pass itself, first event to last.
+    /// The GPU time of the instrumented pass itself: first event to last, or with kernel
+    /// timestamps, first kernel start to last kernel end.
     pub instrumented_ms: f64,
+    /// With kernel timestamps: the time kernels, fills and copies ran (the rest of the pass is
+    /// launch gaps between dependent kernels).
+    pub busy_ms: Option<f64>,
     pub ops: Vec<OpTiming>,
 }
 
@@ -152,10 +157,28 @@ pub fn operation_table(passes: &[PassProfile], peak: Option<Peak>) -> String {
         100.0 * op_ms / instrumented_ms,
         100.0 * op_ms / pass_ms
     );
+    let _ = writeln!(out, "{}", timing_source(passes));
     if let Some(p) = peak {
         let _ = writeln!(out, "peak: {}", p.source);
     }
     out
+}
+
+/// How the passes were timed, and with kernel timestamps how busy the GPU was.
+fn timing_source(passes: &[PassProfile]) -> String {
+    let busy: Option<f64> = passes.iter().map(|p| p.busy_ms).sum();
+    match busy {
+        Some(busy_ms) => {
+            let traced_ms: f64 = passes.iter().map(|p| p.instrumented_ms).sum();
+            format!(
+                "timed from kernel timestamps (CUPTI) of graph replays: each operation from its first kernel's start to the next operation's; kernels ran {:.1} % of the time, the rest is launch gaps between them",
+                100.0 * busy_ms / traced_ms
+            )
+        }
+        None => {
+            "timed with device events around each operation (they add gaps of their own)".to_owned()
+        }
+    }
 }
 
 /// Time per encoder layer (all its operations), averaged over the passes.
@@ -261,6 +284,7 @@ mod tests {
             batch: 64,
             pass_ms: 4.0,
             instrumented_ms: 4.2,
+            busy_ms: None,
             ops: vec![
                 op("qkv", Some(0), 0.0, 1.0, 2_000_000_000),
                 op("attention", Some(0), 1.0, 2.0, 0),
@@ -288,6 +312,17 @@ mod tests {
         assert!(
             table.contains("83.3 % of the instrumented")
                 && table.contains("87.5 % of uninstrumented"),
+            "{table}"
+        );
+        assert!(table.contains("timed with device events"), "{table}");
+        let traced = PassProfile {
+            busy_ms: Some(3.15),
+            ..pass()
+        };
+        let table = operation_table(&[traced], None);
+        // 3.15 ms of kernels in a 4.2 ms traced pass.
+        assert!(
+            table.contains("kernel timestamps (CUPTI)") && table.contains("kernels ran 75.0 %"),
             "{table}"
         );
         let layers = layer_table(&[pass()]);

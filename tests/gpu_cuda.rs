@@ -403,3 +403,54 @@ fn selected_heads_match_cpu() {
         assert!(e.passed(), "{heads}: {e:?}");
     }
 }
+
+/// The profiler's kernel-timestamp path (CUPTI; the toolkit's `extras/CUPTI/lib64` must be on
+/// `LD_LIBRARY_PATH`): every operation of the event-timed path is there, in order, and the
+/// operations account for the traced replay.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 and CUPTI (run with --ignored on one)"]
+fn traced_profile_accounts_for_the_pass() {
+    let (network, _) = NetSource::parse(Some("bundled:tiny"))
+        .unwrap()
+        .load(&LoadOptions::default(), &mut |_, _| {})
+        .unwrap();
+    let profile_of = |options: &str| {
+        let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();
+        let histories = random_histories(64, 3);
+        let planes: Vec<_> = encode_all(&histories, backend.as_ref())
+            .into_iter()
+            .map(|e| e.planes)
+            .collect();
+        for _ in 0..2 {
+            backend.evaluate(&planes).unwrap();
+        }
+        backend.profile_report().unwrap().passes.pop().unwrap()
+    };
+    let traced = profile_of("profile=true");
+    let evented = profile_of("profile=true,graph=false");
+    let busy = traced
+        .busy_ms
+        .expect("no kernel timestamps: is libcupti on LD_LIBRARY_PATH?");
+    let names = |p: &lc0rs::profile::PassProfile| -> Vec<(&str, Option<usize>)> {
+        p.ops.iter().map(|o| (o.op, o.layer)).collect()
+    };
+    assert_eq!(names(&traced), names(&evented));
+    let sum: f64 = traced.ops.iter().map(|o| o.ms).sum();
+    eprintln!(
+        "traced pass {:.4} ms, operations {sum:.4} ms, kernels busy {busy:.4} ms, replay by events {:.4} ms",
+        traced.instrumented_ms, traced.pass_ms
+    );
+    assert!(busy > 0.0 && busy <= traced.instrumented_ms);
+    assert!(
+        sum <= traced.instrumented_ms * 1.000_1 && sum >= 0.95 * traced.instrumented_ms,
+        "{sum} vs {}",
+        traced.instrumented_ms
+    );
+    assert!(
+        traced
+            .ops
+            .windows(2)
+            .all(|w| w[0].start_ms <= w[1].start_ms)
+    );
+    assert!(traced.ops.iter().all(|o| o.ms > 0.0));
+}

@@ -187,6 +187,13 @@ pub struct DeviceInfo {
     pub runtime: String,
 }
 
+/// One piece of work the GPU ran (a kernel, fill or copy), by the GPU's own clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Activity {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
 /// A recorded sequence of GPU work that can be replayed.
 pub trait GpuGraph: Send {
     fn launch(&self) -> GpuResult<()>;
@@ -223,4 +230,23 @@ pub trait GpuDevice: Send + Sync {
     fn elapsed_ms(&self, start: usize, end: usize) -> GpuResult<f32>;
     /// Forgets the recorded events.
     fn clear_events(&self);
+    /// Whether [`captured_work`](Self::captured_work) and [`trace`](Self::trace) work here:
+    /// kernel timestamps for the profiler (CUPTI on NVIDIA).
+    fn can_trace(&self) -> bool {
+        false
+    }
+    /// How many pieces of work that [`trace`](Self::trace) reports (kernel, fill and copy
+    /// nodes) the capture in progress holds; the profiler marks operations with it.
+    fn captured_work(&self) -> GpuResult<usize> {
+        Err(GpuError::Unsupported(
+            "counting captured work on this device".to_owned(),
+        ))
+    }
+    /// Runs `work` with the GPU's activity tracing on and returns every kernel, fill and copy
+    /// it ran, in start order.
+    fn trace(&self, _work: &mut dyn FnMut() -> GpuResult<()>) -> GpuResult<Vec<Activity>> {
+        Err(GpuError::Unsupported(
+            "activity tracing on this device".to_owned(),
+        ))
+    }
 }

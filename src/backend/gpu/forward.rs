@@ -235,7 +235,7 @@ pub fn upload_inputs(
     device.upload(buffers.values.ptr(), bytemuck::cast_slice(&values))
 }
 
-/// An operation bracketed by timing events when profiling.
+/// An operation of a profiled pass between two marks.
 #[derive(Debug, Clone, Copy)]
 pub struct OpEvent {
     pub op: &'static str,
@@ -245,8 +245,39 @@ pub struct OpEvent {
     pub end: usize,
 }
 
-/// The events of a profiled pass.
-pub type OpEvents = std::sync::Mutex<Vec<OpEvent>>;
+/// How a profiled pass marks where its operations begin and end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    /// A timing event on the stream (inside a capture: an event-record node); the mark is the
+    /// event's index.
+    Event,
+    /// The number of graph nodes captured so far; kernel timestamps are matched to the nodes
+    /// after a replay.
+    CapturedWork,
+}
+
+/// The marked operations of a profiled pass.
+#[derive(Debug)]
+pub struct OpEvents {
+    pub marker: Marker,
+    pub ops: std::sync::Mutex<Vec<OpEvent>>,
+}
+
+impl OpEvents {
+    pub fn new(marker: Marker) -> Self {
+        Self {
+            marker,
+            ops: Default::default(),
+        }
+    }
+
+    pub fn mark(&self, device: &dyn GpuDevice) -> GpuResult<usize> {
+        match self.marker {
+            Marker::Event => device.record_event(),
+            Marker::CapturedWork => device.captured_work(),
+        }
+    }
+}
 
 /// FLOPs and compulsory bytes of an operation (for the profile's rates).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -293,7 +324,7 @@ pub struct Forward<'a> {
     pub alpha: f32,
     /// The attention kernel (tensor-core or portable) for the head depth.
     pub attention: &'static str,
-    /// With `Some`, every operation is bracketed by timing events (no graph capture then).
+    /// With `Some`, every operation is bracketed by marks.
     pub profile: Option<&'a OpEvents>,
 }
 
@@ -312,10 +343,11 @@ impl Forward<'_> {
         let Some(events) = self.profile else {
             return work();
         };
-        let start = self.device.record_event()?;
+        let start = events.mark(self.device)?;
         work()?;
-        let end = self.device.record_event()?;
+        let end = events.mark(self.device)?;
         events
+            .ops
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(OpEvent {

@@ -15,7 +15,7 @@ use crate::gpu::{GemmPath, GpuDevice, GpuError, GpuGraph, GpuResult};
 use crate::profile::{OpTiming, PassProfile};
 use crate::weights::Network;
 use crate::weights::format::{InputFormat, NetFormat};
-use forward::{Buffers, Forward, OpEvents, Shapes, upload_inputs};
+use forward::{Buffers, Forward, Marker, OpEvents, Shapes, upload_inputs};
 use weights::NetworkGpu;
 
 /// lc0's maximum batch size, the default `max_batch`.
@@ -240,15 +240,100 @@ impl GpuBackend {
         Ok(ms)
     }
 
-    /// One eager pass with every operation timed by device events.
+    /// One profiled pass: from kernel timestamps of a graph replay where the device can trace
+    /// (CUPTI), else with every operation bracketed by device events.
     fn profiled_pass(&self, state: &mut State, n: usize) -> GpuResult<()> {
         if state.tuned.insert(n) {
             // An eager pass first: it picks the GEMM algorithms, which cannot be timed in a capture.
             self.forward(&state.buffers, None).enqueue(n)?;
         }
-        // With graphs on, the timed pass is captured (its events become graph nodes) and
-        // replayed, so the profile shows the pass as it normally runs, without host gaps.
-        let events = OpEvents::default();
+        let traced = if self.options.graph && self.device.can_trace() {
+            self.traced_pass(state, n)?
+        } else {
+            None
+        };
+        let profile = match traced {
+            Some(profile) => profile,
+            None => self.event_timed_pass(state, n)?,
+        };
+        for op in &profile.ops {
+            tracing::debug!(
+                op = op.op,
+                layer = op.layer,
+                batch = n,
+                flops = op.flops,
+                bytes = op.bytes,
+                gpu_us = op.ms * 1e3,
+                "gpu op"
+            );
+        }
+        state.profile.push(profile);
+        Ok(())
+    }
+
+    /// Captures the pass with each operation's graph nodes counted, replays it with activity
+    /// tracing on, and gives each operation the GPU time from its first kernel's start to the
+    /// next operation's (so launch gaps count to the operation that waits for them).
+    /// `None` where the trace cannot be matched to the graph's nodes (then events time the pass).
+    fn traced_pass(&self, state: &mut State, n: usize) -> GpuResult<Option<PassProfile>> {
+        let marks = OpEvents::new(Marker::CapturedWork);
+        self.device.begin_capture()?;
+        let recorded = (|| -> GpuResult<(usize, usize)> {
+            let first = self.device.captured_work()?;
+            self.forward(&state.buffers, Some(&marks)).enqueue(n)?;
+            Ok((first, self.device.captured_work()?))
+        })();
+        let graph = self.device.end_capture();
+        let (first, last) = recorded?;
+        let graph = graph?;
+        graph.launch()?;
+        self.device.synchronize()?;
+        let activities = self.device.trace(&mut || graph.launch())?;
+        if activities.len() != last - first || activities.is_empty() {
+            tracing::warn!(
+                traced = activities.len(),
+                nodes = last - first,
+                batch = n,
+                "the kernel trace does not match the graph's work nodes; timing with events instead"
+            );
+            return Ok(None);
+        }
+        let origin = activities[0].start_ns;
+        let span_end = activities.last().expect("checked non-empty").end_ns;
+        let ms = |ns: u64| ns as f64 * 1e-6;
+        let ops = marks
+            .ops
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .into_iter()
+            .map(|e| {
+                let (begin, end) = (e.start - first, e.end - first);
+                let start_ns = activities.get(begin).map_or(span_end, |a| a.start_ns);
+                let next_ns = activities.get(end).map_or(span_end, |a| a.start_ns);
+                OpTiming {
+                    op: e.op,
+                    layer: e.layer,
+                    flops: e.cost.flops,
+                    bytes: e.cost.bytes,
+                    start_ms: ms(start_ns - origin),
+                    ms: ms(next_ns.saturating_sub(start_ns)),
+                }
+            })
+            .collect();
+        let busy_ns: u64 = activities.iter().map(|a| a.end_ns - a.start_ns).sum();
+        Ok(Some(PassProfile {
+            batch: n,
+            pass_ms: self.pass_time_ms(state, n)?,
+            instrumented_ms: ms(span_end - origin),
+            busy_ms: Some(ms(busy_ns)),
+            ops,
+        }))
+    }
+
+    /// A pass with every operation bracketed by timing events. With graphs on, the pass is
+    /// captured (its events become graph nodes) and replayed, so it runs without host gaps.
+    fn event_timed_pass(&self, state: &mut State, n: usize) -> GpuResult<PassProfile> {
+        let events = OpEvents::new(Marker::Event);
         if self.options.graph {
             self.device.begin_capture()?;
         }
@@ -274,37 +359,25 @@ impl GpuBackend {
         self.device.synchronize()?;
         drop(graph);
         let mut ops = Vec::new();
-        for e in events.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            let start_ms = f64::from(self.device.elapsed_ms(first, e.start)?);
-            let ms = f64::from(self.device.elapsed_ms(e.start, e.end)?);
-            tracing::debug!(
-                op = e.op,
-                layer = e.layer,
-                batch = n,
-                flops = e.cost.flops,
-                bytes = e.cost.bytes,
-                gpu_us = ms * 1e3,
-                "gpu op"
-            );
+        for e in events.ops.into_inner().unwrap_or_else(|e| e.into_inner()) {
             ops.push(OpTiming {
                 op: e.op,
                 layer: e.layer,
                 flops: e.cost.flops,
                 bytes: e.cost.bytes,
-                start_ms,
-                ms,
+                start_ms: f64::from(self.device.elapsed_ms(first, e.start)?),
+                ms: f64::from(self.device.elapsed_ms(e.start, e.end)?),
             });
         }
         let instrumented_ms = f64::from(self.device.elapsed_ms(first, last)?);
         self.device.clear_events();
-        let pass_ms = self.pass_time_ms(state, n)?;
-        state.profile.push(PassProfile {
+        Ok(PassProfile {
             batch: n,
-            pass_ms,
+            pass_ms: self.pass_time_ms(state, n)?,
             instrumented_ms,
+            busy_ms: None,
             ops,
-        });
-        Ok(())
+        })
     }
 
     /// The residual stream after the embedding and after each encoder layer (eager passes).

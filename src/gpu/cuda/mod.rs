@@ -4,6 +4,7 @@
 
 mod lt;
 pub mod nvrtc;
+mod trace;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -105,6 +106,7 @@ pub struct CudaDevice {
     stream: Arc<CudaStream>,
     functions: HashMap<&'static str, CudaFunction>,
     blas: Mutex<BlasHandle>,
+    _blas_workspace: CudaSlice<u8>,
     lt: Mutex<lt::LtCache>,
     events: Mutex<Vec<CudaEvent>>,
     /// Pinned host memory that copies go through (pageable copies are several times slower).
@@ -146,6 +148,22 @@ impl CudaDevice {
         // SAFETY: the handle was just created; the stream outlives it (both owned here).
         unsafe { blas::set_stream(handle, stream.cu_stream() as _) }
             .map_err(blas_error("cublasSetStream"))?;
+        // A workspace of its own, so that cuBLAS allocates nothing inside captured graphs (it
+        // otherwise adds memory alloc/free nodes to them).
+        // SAFETY: scratch memory for cuBLAS, never read by us.
+        let blas_workspace = unsafe { stream.alloc::<u8>(BLAS_WORKSPACE_BYTES) }
+            .map_err(call_error("cuMemAlloc"))?;
+        // SAFETY: the workspace outlives the handle (both owned by the device; the handle is
+        // destroyed first, in `drop`).
+        unsafe {
+            blas_sys::cublasSetWorkspace_v2(
+                handle,
+                blas_workspace.device_ptr(&stream).0 as *mut _,
+                BLAS_WORKSPACE_BYTES,
+            )
+        }
+        .result()
+        .map_err(blas_error("cublasSetWorkspace"))?;
         let lt = lt::LtCache::new(&stream)?;
         let info = DeviceInfo {
             name: ctx.name().map_err(call_error("cuDeviceGetName"))?,
@@ -162,6 +180,7 @@ impl CudaDevice {
             stream,
             functions,
             blas: Mutex::new(BlasHandle(handle)),
+            _blas_workspace: blas_workspace,
             lt: Mutex::new(lt),
             events: Mutex::new(Vec::new()),
             staging: Mutex::new(None),
@@ -248,6 +267,9 @@ impl CudaDevice {
         .map_err(blas_error("cublasGemmStridedBatchedEx"))
     }
 }
+
+/// cuBLAS' workspace (NVIDIA recommends 32 MiB on Hopper).
+const BLAS_WORKSPACE_BYTES: usize = 32 << 20;
 
 /// Copies smaller than this go straight from pageable memory.
 const STAGING_THRESHOLD: usize = 64 << 10;
@@ -466,6 +488,75 @@ impl GpuDevice for CudaDevice {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+    }
+
+    fn can_trace(&self) -> bool {
+        trace::available()
+    }
+
+    fn captured_work(&self) -> GpuResult<usize> {
+        use cudarc::driver::sys as d;
+        let mut status = d::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+        let (mut id, mut graph) = (0u64, std::ptr::null_mut());
+        let (mut deps, mut edges, mut count) = (std::ptr::null(), std::ptr::null(), 0usize);
+        // SAFETY: a live stream; every out-pointer is valid for one value.
+        unsafe {
+            d::cuStreamGetCaptureInfo_v3(
+                self.stream.cu_stream(),
+                &mut status,
+                &mut id,
+                &mut graph,
+                &mut deps,
+                &mut edges,
+                &mut count,
+            )
+        }
+        .result()
+        .map_err(call_error("cuStreamGetCaptureInfo"))?;
+        if status != d::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE || graph.is_null() {
+            return Err(GpuError::Call {
+                call: "cuStreamGetCaptureInfo",
+                detail: "the stream is not capturing".to_owned(),
+            });
+        }
+        let mut count = 0usize;
+        // SAFETY: the capture's graph, alive while the capture is; a null array asks for the count.
+        unsafe { d::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }
+            .result()
+            .map_err(call_error("cuGraphGetNodes"))?;
+        if count == 0 {
+            return Ok(0);
+        }
+        let mut nodes = vec![std::ptr::null_mut(); count];
+        // SAFETY: `nodes` has room for `count` handles.
+        unsafe { d::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) }
+            .result()
+            .map_err(call_error("cuGraphGetNodes"))?;
+        // Only nodes that run work show up in the activity trace (not empty, event or wait nodes).
+        let mut traced = 0;
+        for &node in &nodes[..count] {
+            let mut kind = d::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
+            // SAFETY: a node of the live capture graph.
+            unsafe { d::cuGraphNodeGetType(node, &mut kind) }
+                .result()
+                .map_err(call_error("cuGraphNodeGetType"))?;
+            use d::CUgraphNodeType as T;
+            if matches!(
+                kind,
+                T::CU_GRAPH_NODE_TYPE_KERNEL
+                    | T::CU_GRAPH_NODE_TYPE_MEMCPY
+                    | T::CU_GRAPH_NODE_TYPE_MEMSET
+            ) {
+                traced += 1;
+            } else {
+                tracing::trace!(?kind, "captured node without traced work");
+            }
+        }
+        Ok(traced)
+    }
+
+    fn trace(&self, work: &mut dyn FnMut() -> GpuResult<()>) -> GpuResult<Vec<super::Activity>> {
+        trace::trace(work, &|| self.synchronize())
     }
 }
 

@@ -1,0 +1,136 @@
+//! Kernel timestamps from CUPTI's activity API: the GPU's own start and end time of every
+//! kernel, memset and memcpy, with no events added to the work (events between ~200 small
+//! kernels stretch a batch-64 pass by a fifth). The profiler uses them to time each operation of
+//! a captured graph's replay.
+
+use std::alloc::{Layout, alloc, dealloc};
+use std::sync::{Mutex, OnceLock};
+
+use cudarc::cupti::result::{CuptiError, activity};
+use cudarc::cupti::sys::{self, CUpti_ActivityKind as Kind};
+
+use crate::gpu::{Activity, GpuError, GpuResult};
+
+/// The size of each record buffer CUPTI asks for (as NVIDIA's samples use).
+const BUFFER_BYTES: usize = 8 << 20;
+const BUFFER_ALIGN: usize = 8;
+
+/// The activity kinds traced: everything a captured pass puts on the GPU.
+const KINDS: [Kind; 3] = [
+    Kind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    Kind::CUPTI_ACTIVITY_KIND_MEMSET,
+    Kind::CUPTI_ACTIVITY_KIND_MEMCPY,
+];
+
+// Every record version of these kinds has `start` and `end` (ns) at bytes 16 and 24.
+const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityKernel10, start) == 16);
+const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityKernel10, end) == 24);
+const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityMemset4, start) == 16);
+const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityMemset4, end) == 24);
+const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityMemcpy6, start) == 16);
+const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityMemcpy6, end) == 24);
+
+/// Records delivered by CUPTI's completion callback (which may run on CUPTI's own thread).
+static RECORDS: Mutex<Vec<Activity>> = Mutex::new(Vec::new());
+
+fn buffer_layout() -> Layout {
+    Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("a valid layout")
+}
+
+extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    // SAFETY: CUPTI passes valid out-pointers; the buffer is freed in `buffer_completed`,
+    // which CUPTI calls for every buffer it requested. A null buffer tells CUPTI to drop records.
+    unsafe {
+        *buffer = alloc(buffer_layout());
+        *size = if (*buffer).is_null() { 0 } else { BUFFER_BYTES };
+        *max_records = 0;
+    }
+}
+
+extern "C" fn buffer_completed(
+    _context: cudarc::driver::sys::CUcontext,
+    _stream: u32,
+    buffer: *mut u8,
+    _size: usize,
+    valid: usize,
+) {
+    if buffer.is_null() {
+        return;
+    }
+    let mut out = RECORDS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut record: *mut sys::CUpti_Activity = std::ptr::null_mut();
+    // SAFETY: CUPTI filled `valid` bytes of the buffer with records; each record starts with
+    // its kind, and the kinds read here keep start/end at bytes 16/24 (asserted above).
+    unsafe {
+        while activity::get_next_record(buffer, valid, &mut record).is_ok() {
+            if KINDS.contains(&(*record).kind) {
+                let bytes = record.cast::<u8>();
+                out.push(Activity {
+                    start_ns: bytes.add(16).cast::<u64>().read_unaligned(),
+                    end_ns: bytes.add(24).cast::<u64>().read_unaligned(),
+                });
+            }
+        }
+        dealloc(buffer, buffer_layout());
+    }
+}
+
+fn cupti_error(call: &'static str) -> impl FnOnce(CuptiError) -> GpuError {
+    move |e| GpuError::Call {
+        call,
+        detail: format!("{e:?}"),
+    }
+}
+
+/// Whether libcupti can be loaded (it lives in the toolkit's `extras/CUPTI/lib64`; put that on
+/// `LD_LIBRARY_PATH`).
+pub fn available() -> bool {
+    // SAFETY: only tries to load the library.
+    unsafe { sys::is_culib_present() }
+}
+
+/// Registers the buffer callbacks once per process.
+fn register() -> GpuResult<()> {
+    static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
+    REGISTERED
+        .get_or_init(|| {
+            activity::register_callbacks(Some(buffer_requested), Some(buffer_completed))
+                .map_err(|e| format!("{e:?}"))
+        })
+        .clone()
+        .map_err(|detail| GpuError::Call {
+            call: "cuptiActivityRegisterCallbacks",
+            detail,
+        })
+}
+
+/// Runs `work` with activity tracing on, waits for it with `wait`, and returns what ran on
+/// the GPU meanwhile, in start order. One trace at a time per process.
+pub fn trace(
+    work: &mut dyn FnMut() -> GpuResult<()>,
+    wait: &dyn Fn() -> GpuResult<()>,
+) -> GpuResult<Vec<Activity>> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    register()?;
+    RECORDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    for kind in KINDS {
+        activity::enable(kind).map_err(cupti_error("cuptiActivityEnable"))?;
+    }
+    let ran = work().and_then(|()| wait());
+    for kind in KINDS {
+        let _ = activity::disable(kind);
+    }
+    // SAFETY: the two enums share their values (CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1).
+    let forced = unsafe {
+        std::mem::transmute::<sys::CUpti_ActivityFlag, u32>(
+            sys::CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED,
+        )
+    };
+    let flushed = activity::flush_all(forced);
+    ran?;
+    flushed.map_err(cupti_error("cuptiActivityFlushAll"))?;
+    let mut records = std::mem::take(&mut *RECORDS.lock().unwrap_or_else(|e| e.into_inner()));
+    records.sort_unstable();
+    Ok(records)
+}
