@@ -621,11 +621,6 @@ fn backendbench(
 ) -> Result<()> {
     check_bench_config(config)?;
     let history = bench_position(fen)?;
-    let gpu = net.backend_name() != "cpu";
-    anyhow::ensure!(
-        !outputs.wanted() || gpu,
-        "--profile, --trace and --plot need a GPU backend"
-    );
     let backend = bench_backend(
         net,
         if outputs.wanted() { "profile=true" } else { "" },
@@ -687,8 +682,9 @@ fn report_profile(backend: &dyn lc0rs::backend::Backend, outputs: &ProfileOutput
             report.device,
             batches.join(", ")
         );
-        std::fs::write(path, svg_chart(&report.passes, &title))
-            .with_context(|| format!("writing {}", path.display()))?;
+        let svg = svg_chart(&report.passes, &title)
+            .map_err(|e| anyhow::anyhow!("drawing the chart for {}: {e}", path.display()))?;
+        std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))?;
         eprintln!("chart written to {}", path.display());
     }
     Ok(())

@@ -32,10 +32,20 @@ pub struct PassProfile {
     /// The GPU time of the instrumented pass itself: first event to last, or with kernel
     /// timestamps, first kernel start to last kernel end.
     pub instrumented_ms: f64,
-    /// With kernel timestamps: the time kernels, fills and copies ran (the rest of the pass is
-    /// launch gaps between dependent kernels).
-    pub busy_ms: Option<f64>,
+    pub timing: PassTiming,
     pub ops: Vec<OpTiming>,
+}
+
+/// How the operations of a pass were timed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PassTiming {
+    /// Device events around each operation (they add gaps of their own).
+    DeviceEvents,
+    /// The GPU's kernel timestamps (CUPTI) of a graph replay; `busy_ms` is the time kernels,
+    /// fills and copies ran, the rest of the pass being launch gaps between them.
+    KernelTrace { busy_ms: f64 },
+    /// The host's clock around each operation (the cpu backend).
+    HostClock,
 }
 
 /// A device's peak rates, for the "% of peak" columns.
@@ -164,18 +174,28 @@ pub fn operation_table(passes: &[PassProfile], peak: Option<Peak>) -> String {
     out
 }
 
-/// How the passes were timed, and with kernel timestamps how busy the GPU was.
+/// How the passes were timed (as the first was: a run times all its passes alike), and with
+/// kernel timestamps how busy the GPU was.
 fn timing_source(passes: &[PassProfile]) -> String {
-    let busy: Option<f64> = passes.iter().map(|p| p.busy_ms).sum();
-    match busy {
-        Some(busy_ms) => {
+    match passes.first().map(|p| p.timing) {
+        Some(PassTiming::KernelTrace { .. }) => {
+            let busy_ms: f64 = passes
+                .iter()
+                .map(|p| match p.timing {
+                    PassTiming::KernelTrace { busy_ms } => busy_ms,
+                    _ => p.instrumented_ms,
+                })
+                .sum();
             let traced_ms: f64 = passes.iter().map(|p| p.instrumented_ms).sum();
             format!(
                 "timed from kernel timestamps (CUPTI) of graph replays: each operation from its first kernel's start to the next operation's; kernels ran {:.1} % of the time, the rest is launch gaps between them",
                 100.0 * busy_ms / traced_ms
             )
         }
-        None => {
+        Some(PassTiming::HostClock) => {
+            "timed with the host's clock around each operation".to_owned()
+        }
+        Some(PassTiming::DeviceEvents) | None => {
             "timed with device events around each operation (they add gaps of their own)".to_owned()
         }
     }
@@ -231,40 +251,65 @@ pub fn chrome_trace(passes: &[PassProfile]) -> serde_json::Value {
 }
 
 /// A horizontal bar chart of the share of time by operation kind, as SVG.
-pub fn svg_chart(passes: &[PassProfile], title: &str) -> String {
+pub fn svg_chart(passes: &[PassProfile], title: &str) -> Result<String, String> {
+    use plotters::prelude::*;
     let (rows, _) = by_operation(passes);
     let total: f64 = rows.iter().map(|r| r.ms).sum();
-    let (bar_x, bar_w, row_h) = (200.0, 460.0, 26.0);
-    let height = 60.0 + row_h * rows.len() as f64;
-    let escape = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    };
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"13\">\n\
-         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"10\" y=\"24\" font-size=\"16\">{}</text>\n",
-        escape(title)
-    );
-    for (i, r) in rows.iter().enumerate() {
-        let y = 40.0 + row_h * i as f64;
-        let share = r.ms / total;
-        let _ = writeln!(
-            svg,
-            "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"end\">{}</text><rect x=\"{bar_x}\" y=\"{:.0}\" width=\"{:.1}\" height=\"{:.0}\" fill=\"#4878a8\"/><text x=\"{:.1}\" y=\"{:.0}\">{:.1} %</text>",
-            bar_x - 8.0,
-            y + 17.0,
-            escape(r.op),
-            y + 4.0,
-            bar_w * share,
-            row_h - 8.0,
-            bar_x + bar_w * share + 6.0,
-            y + 17.0,
-            100.0 * share
-        );
+    let shares: Vec<f64> = rows.iter().map(|r| 100.0 * r.ms / total).collect();
+    let widest = shares.iter().copied().fold(0.0, f64::max);
+    let height = 90 + 26 * rows.len() as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (760, height)).into_drawing_area();
+        let err = |e: DrawingAreaErrorKind<_>| e.to_string();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(170)
+            .build_cartesian_2d(
+                0.0..(widest * 1.15).max(1.0),
+                (0..rows.len()).into_segmented(),
+            )
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(rows.len())
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => {
+                    rows.get(*i).map_or(String::new(), |r| r.op.to_owned())
+                }
+                _ => String::new(),
+            })
+            .x_desc("% of the GPU time of the operations")
+            .draw()
+            .map_err(err)?;
+        let bar = RGBColor(0x48, 0x78, 0xa8).filled();
+        chart
+            .draw_series(shares.iter().enumerate().map(|(i, &share)| {
+                Rectangle::new(
+                    [
+                        (0.0, SegmentValue::Exact(i)),
+                        (share, SegmentValue::Exact(i + 1)),
+                    ],
+                    bar,
+                )
+            }))
+            .map_err(err)?;
+        chart
+            .draw_series(shares.iter().enumerate().map(|(i, &share)| {
+                Text::new(
+                    format!("{share:.1} %"),
+                    (share + widest * 0.01, SegmentValue::CenterOf(i)),
+                    ("sans-serif", 12),
+                )
+            }))
+            .map_err(err)?;
+        root.present().map_err(err)?;
     }
-    svg.push_str("</svg>\n");
-    svg
+    Ok(svg)
 }
 
 #[cfg(test)]
@@ -284,7 +329,7 @@ mod tests {
             batch: 64,
             pass_ms: 4.0,
             instrumented_ms: 4.2,
-            busy_ms: None,
+            timing: PassTiming::DeviceEvents,
             ops: vec![
                 op("qkv", Some(0), 0.0, 1.0, 2_000_000_000),
                 op("attention", Some(0), 1.0, 2.0, 0),
@@ -316,7 +361,7 @@ mod tests {
         );
         assert!(table.contains("timed with device events"), "{table}");
         let traced = PassProfile {
-            busy_ms: Some(3.15),
+            timing: PassTiming::KernelTrace { busy_ms: 3.15 },
             ..pass()
         };
         let table = operation_table(&[traced], None);
@@ -346,12 +391,16 @@ mod tests {
                 .all(|e| e["ph"] == "X" && e["dur"].as_f64().unwrap() > 0.0)
         );
         assert_eq!(events[2]["name"], "attention [layer 0]");
-        let svg = svg_chart(&[pass()], "T82 <batch 64>");
+        let svg = svg_chart(&[pass()], "T82 <batch 64>").unwrap();
         assert!(
             svg.starts_with("<svg") && svg.contains("&lt;batch 64&gt;"),
             "{svg}"
         );
-        // The background and one bar per operation kind (attention, qkv).
-        assert_eq!(svg.matches("<rect").count(), 3);
+        // One bar per operation kind, labelled with its share: attention 4 of 7 ms, qkv 3.
+        for (label, share) in [("attention", "57.1 %"), ("qkv", "42.9 %")] {
+            assert!(svg.contains(label) && svg.contains(share), "{svg}");
+        }
+        let bars = svg.matches("fill=\"#4878A8\"").count();
+        assert_eq!(bars, 2, "{svg}");
     }
 }

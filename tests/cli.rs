@@ -332,9 +332,66 @@ fn backendbench_compares_option_sets() {
 }
 
 #[test]
+fn cpu_profile_times_every_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    let chart = dir.path().join("chart.svg");
+    let out = lc0rs(
+        &[
+            "backendbench",
+            "-b",
+            "cpu",
+            "--batches",
+            "3",
+            "--start-batch-size",
+            "2",
+            "--max-batch-size",
+            "2",
+            "--profile",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--plot",
+            chart.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &stderr_of(&out);
+    // The bundled tiny net: two smolgen layers, every operation kind of the GPU profile.
+    for op in [
+        "embedding",
+        "smolgen compress",
+        "smolgen dense1/2+ln",
+        "smolgen weight gen",
+        "qkv",
+        "attention",
+        "out proj",
+        "residual+ln1",
+        "ffn1+act",
+        "ffn2",
+        "residual+ln2",
+        "policy head",
+        "value+mlh heads",
+    ] {
+        assert!(text.contains(op), "{op} missing:\n{text}");
+    }
+    assert!(text.contains("timed with the host's clock"), "{text}");
+    // Three timed passes (the warm-up passes are not profiled), two layers each.
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let qkv = events
+        .iter()
+        .filter(|e| e["name"] == "qkv [layer 0]")
+        .count();
+    assert_eq!(qkv, 3, "{trace}");
+    assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
+}
+
+#[test]
 fn backendbench_rejects_bad_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["backendbench", "--batch-step", "0"], "batch-step"),
         (
             &["backendbench", "--max-batch-size", "2000"],
@@ -353,10 +410,6 @@ fn backendbench_rejects_bad_flags() {
         (
             &["backendbench", "-b", "cpu", "--batches", "1"],
             "--batches must exceed --threads",
-        ),
-        (
-            &["backendbench", "-b", "cpu", "--profile"],
-            "need a GPU backend",
         ),
         (
             &["backendbench", "-b", "cpu", "--compare", "threads=1"],

@@ -428,9 +428,9 @@ fn traced_profile_accounts_for_the_pass() {
     };
     let traced = profile_of("profile=true");
     let evented = profile_of("profile=true,graph=false");
-    let busy = traced
-        .busy_ms
-        .expect("no kernel timestamps: is libcupti on LD_LIBRARY_PATH?");
+    let lc0rs::profile::PassTiming::KernelTrace { busy_ms: busy } = traced.timing else {
+        panic!("no kernel timestamps: is libcupti on LD_LIBRARY_PATH?");
+    };
     let names = |p: &lc0rs::profile::PassProfile| -> Vec<(&str, Option<usize>)> {
         p.ops.iter().map(|o| (o.op, o.layer)).collect()
     };

@@ -1,6 +1,8 @@
 //! The f32 forward pass of an attention-body network (lc0-network.md §3), batch at a time.
 //! Activations are token-major `[batch][64][channels]`.
 
+use std::time::Instant;
+
 use rayon::prelude::*;
 
 use super::math::{
@@ -11,28 +13,109 @@ use crate::chess::policy_index::{
     ATTENTION_POLICY_SIZE, POLICY_SIZE, attention_policy_map, positional_encoding,
 };
 use crate::chess::{InputPlanes, encoder::INPUT_PLANES};
-use crate::weights::network::{EncoderLayer, Network, Smolgen};
+use crate::profile::{OpTiming, PassProfile, PassTiming};
+use crate::weights::network::{Dense, EncoderLayer, Network, Smolgen};
 
 const SQUARES: usize = 64;
 /// Piece planes of the current board, the input of PE_DENSE's preprocessing.
 const PE_DENSE_PLANES: usize = 12;
 
+/// Each operation of a pass under a `tracing` span (op, layer, batch, FLOPs, bytes) and, when
+/// profiling, timed by the host clock, with the GPU profile's operation names.
+pub struct OpRecorder {
+    batch: usize,
+    origin: Instant,
+    timings: Option<Vec<OpTiming>>,
+}
+
+impl OpRecorder {
+    pub fn new(batch: usize, profile: bool) -> Self {
+        Self {
+            batch,
+            origin: Instant::now(),
+            timings: profile.then(Vec::new),
+        }
+    }
+
+    fn run<T>(
+        &mut self,
+        op: &'static str,
+        layer: Option<usize>,
+        (flops, bytes): (u64, u64),
+        work: impl FnOnce() -> T,
+    ) -> T {
+        let _span =
+            tracing::trace_span!("cpu_op", op, layer, batch = self.batch, flops, bytes).entered();
+        let start = Instant::now();
+        let out = work();
+        if let Some(timings) = &mut self.timings {
+            timings.push(OpTiming {
+                op,
+                layer,
+                flops,
+                bytes,
+                start_ms: (start - self.origin).as_secs_f64() * 1e3,
+                ms: start.elapsed().as_secs_f64() * 1e3,
+            });
+        }
+        out
+    }
+
+    /// The profile of the pass, when profiling.
+    pub fn finish(self) -> Option<PassProfile> {
+        let ms = self.origin.elapsed().as_secs_f64() * 1e3;
+        self.timings.map(|ops| PassProfile {
+            batch: self.batch,
+            pass_ms: ms,
+            instrumented_ms: ms,
+            timing: PassTiming::HostClock,
+            ops,
+        })
+    }
+}
+
+/// FLOPs and f32 bytes (inputs, weights, outputs once) of `rows` through `layers`.
+fn dense_cost(rows: usize, layers: &[&Dense]) -> (u64, u64) {
+    layers.iter().fold((0, 0), |(flops, bytes), l| {
+        let (k, n) = (l.inputs as u64, l.outputs as u64);
+        let rows = rows as u64;
+        (
+            flops + 2 * rows * k * n,
+            bytes + 4 * (rows * k + k * n + rows * n),
+        )
+    })
+}
+
+/// Bytes of a pass over `values` f32 read and written `times` times.
+fn pass_cost(values: usize, times: u64) -> (u64, u64) {
+    (0, 4 * values as u64 * times)
+}
+
 /// Evaluates `inputs`; `with_moves_left` false reports M = 0.
-pub fn forward(net: &Network, inputs: &[InputPlanes], with_moves_left: bool) -> BatchOutput {
+pub fn forward(
+    net: &Network,
+    inputs: &[InputPlanes],
+    with_moves_left: bool,
+    ops: &mut OpRecorder,
+) -> BatchOutput {
     let n = inputs.len();
     let _pass = tracing::trace_span!("forward", backend = "cpu", batch = n).entered();
-    let mut x = tracing::trace_span!("embedding").in_scope(|| embed(net, inputs));
+    let embedding_cost = (0, 4 * (n * INPUT_PLANES * SQUARES) as u64);
+    let mut x = ops.run("embedding", None, embedding_cost, || embed(net, inputs));
     for (i, layer) in net.encoders.iter().enumerate() {
-        x = tracing::trace_span!("encoder", layer = i).in_scope(|| encoder_layer(net, layer, x, n));
+        x = encoder_layer(net, layer, x, n, (i, &mut *ops));
     }
-    let (q, d) = tracing::trace_span!("value head").in_scope(|| value_head(net, &x, n));
-    let m = match (&net.moves_left, with_moves_left) {
-        (Some(_), true) => {
-            tracing::trace_span!("moves-left head").in_scope(|| moves_left_head(net, &x, n))
-        }
-        _ => vec![0.0; n],
-    };
-    let policy = tracing::trace_span!("policy head").in_scope(|| policy_head(net, &x, n));
+    // The heads read the residual stream once each.
+    let head_cost = (0, 4 * (n * SQUARES * net.dims.embedding) as u64);
+    let (q, d, m) = ops.run("value+mlh heads", None, head_cost, || {
+        let (q, d) = value_head(net, &x, n);
+        let m = match (&net.moves_left, with_moves_left) {
+            (Some(_), true) => moves_left_head(net, &x, n),
+            _ => vec![0.0; n],
+        };
+        (q, d, m)
+    });
+    let policy = ops.run("policy head", None, head_cost, || policy_head(net, &x, n));
     BatchOutput { q, d, m, policy }
 }
 
@@ -41,8 +124,9 @@ pub fn residual_streams(net: &Network, inputs: &[InputPlanes]) -> Vec<Vec<f32>> 
     let n = inputs.len();
     let mut x = embed(net, inputs);
     let mut out = vec![x.clone()];
-    for layer in &net.encoders {
-        x = encoder_layer(net, layer, x, n);
+    let mut ops = OpRecorder::new(n, false);
+    for (i, layer) in net.encoders.iter().enumerate() {
+        x = encoder_layer(net, layer, x, n, (i, &mut ops));
         out.push(x.clone());
     }
     out
@@ -110,48 +194,97 @@ fn embed(net: &Network, inputs: &[InputPlanes]) -> Vec<f32> {
     x
 }
 
-fn encoder_layer(net: &Network, layer: &EncoderLayer, mut x: Vec<f32>, n: usize) -> Vec<f32> {
+fn encoder_layer(
+    net: &Network,
+    layer: &EncoderLayer,
+    mut x: Vec<f32>,
+    n: usize,
+    (index, ops): (usize, &mut OpRecorder),
+) -> Vec<f32> {
     let rows = n * SQUARES;
+    let l = Some(index);
     let bias = layer
         .smolgen
         .as_ref()
-        .map(|sg| smolgen_bias(net, sg, &x, n));
-    let q = dense(&x, rows, &layer.q);
-    let k = dense(&x, rows, &layer.k);
-    let v = dense(&x, rows, &layer.v);
-    let ctx = attention(
-        &q,
-        &k,
-        &v,
-        bias.as_deref(),
-        n,
-        net.dims.heads,
-        net.dims.head_depth,
+        .map(|sg| smolgen_bias(net, sg, &x, n, (index, &mut *ops)));
+    let qkv_cost = dense_cost(rows, &[&layer.q, &layer.k, &layer.v]);
+    let (q, k, v) = ops.run("qkv", l, qkv_cost, || {
+        (
+            dense(&x, rows, &layer.q),
+            dense(&x, rows, &layer.k),
+            dense(&x, rows, &layer.v),
+        )
+    });
+    let (heads, depth) = (net.dims.heads, net.dims.head_depth);
+    let scores = (n * heads * SQUARES * SQUARES) as u64;
+    let attention_cost = (
+        4 * scores * depth as u64,
+        4 * (4 * (rows * heads * depth) as u64 + scores * u64::from(bias.is_some())),
     );
-    let o = dense(&ctx, rows, &layer.out);
-    residual_layer_norm(&mut x, &o, net.residual_alpha, &layer.ln1);
-    let mut hidden = dense(&x, rows, &layer.ffn.dense1);
-    activate_all(net.format.ffn_activation, &mut hidden);
-    let f = dense(&hidden, rows, &layer.ffn.dense2);
-    residual_layer_norm(&mut x, &f, net.residual_alpha, &layer.ln2);
+    let ctx = ops.run("attention", l, attention_cost, || {
+        attention(&q, &k, &v, bias.as_deref(), n, heads, depth)
+    });
+    let o = ops.run("out proj", l, dense_cost(rows, &[&layer.out]), || {
+        dense(&ctx, rows, &layer.out)
+    });
+    let width = net.dims.embedding;
+    ops.run("residual+ln1", l, pass_cost(rows * width, 3), || {
+        residual_layer_norm(&mut x, &o, net.residual_alpha, &layer.ln1)
+    });
+    let hidden = ops.run(
+        "ffn1+act",
+        l,
+        dense_cost(rows, &[&layer.ffn.dense1]),
+        || {
+            let mut hidden = dense(&x, rows, &layer.ffn.dense1);
+            activate_all(net.format.ffn_activation, &mut hidden);
+            hidden
+        },
+    );
+    let f = ops.run("ffn2", l, dense_cost(rows, &[&layer.ffn.dense2]), || {
+        dense(&hidden, rows, &layer.ffn.dense2)
+    });
+    ops.run("residual+ln2", l, pass_cost(rows * width, 3), || {
+        residual_layer_norm(&mut x, &f, net.residual_alpha, &layer.ln2)
+    });
     x
 }
 
 /// Smolgen's attention biases `[n][heads][64·64]` (query-major).
-fn smolgen_bias(net: &Network, sg: &Smolgen, x: &[f32], n: usize) -> Vec<f32> {
+fn smolgen_bias(
+    net: &Network,
+    sg: &Smolgen,
+    x: &[f32],
+    n: usize,
+    (index, ops): (usize, &mut OpRecorder),
+) -> Vec<f32> {
+    let l = Some(index);
     let act = net.format.smolgen_activation;
-    let compressed = dense(x, n * SQUARES, &sg.compress);
-    let mut h1 = dense(&compressed, n, &sg.dense1);
-    activate_all(act, &mut h1);
-    layer_norm(&mut h1, &sg.ln1);
-    let mut h2 = dense(&h1, n, &sg.dense2);
-    activate_all(act, &mut h2);
-    layer_norm(&mut h2, &sg.ln2);
+    let compress_cost = dense_cost(n * SQUARES, &[&sg.compress]);
+    let compressed = ops.run("smolgen compress", l, compress_cost, || {
+        dense(x, n * SQUARES, &sg.compress)
+    });
+    let dense_cost_12 = dense_cost(n, &[&sg.dense1, &sg.dense2]);
+    let h2 = ops.run("smolgen dense1/2+ln", l, dense_cost_12, || {
+        let mut h1 = dense(&compressed, n, &sg.dense1);
+        activate_all(act, &mut h1);
+        layer_norm(&mut h1, &sg.ln1);
+        let mut h2 = dense(&h1, n, &sg.dense2);
+        activate_all(act, &mut h2);
+        layer_norm(&mut h2, &sg.ln2);
+        h2
+    });
     let generator = net
         .smolgen_weight_gen
         .as_ref()
         .expect("smolgen networks have a weight generator");
-    dense(&h2, n * net.dims.heads, generator)
+    let rows = n * net.dims.heads;
+    ops.run(
+        "smolgen weight gen",
+        l,
+        dense_cost(rows, &[generator]),
+        || dense(&h2, rows, generator),
+    )
 }
 
 /// Scaled dot-product attention per head with the smolgen bias added after scaling:

@@ -3,8 +3,11 @@
 mod forward;
 mod math;
 
-use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput};
+use std::sync::Mutex;
+
+use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput, ProfileReport};
 use crate::chess::InputPlanes;
+use crate::profile::PassProfile;
 use crate::weights::Network;
 use crate::weights::format::InputFormat;
 
@@ -13,12 +16,15 @@ const NAME: &str = "cpu";
 const DEFAULT_MAX_BATCH: usize = 1024;
 
 /// The CPU backend. Options: `threads` (default: all cores), `max_batch` (1024),
-/// `policy_head` ("vanilla"), `value_head` ("winner"), `mlh` (true).
+/// `policy_head` ("vanilla"), `value_head` ("winner"), `mlh` (true), `profile` (false: time
+/// every operation with the host clock).
 pub struct CpuBackend {
     network: Network,
     pool: rayon::ThreadPool,
     max_batch: usize,
     moves_left: bool,
+    /// The profiled passes, when profiling.
+    profile: Option<Mutex<Vec<PassProfile>>>,
 }
 
 impl CpuBackend {
@@ -41,6 +47,10 @@ impl CpuBackend {
         options.select_heads(NAME, &mut network)?;
         let moves_left =
             options.get::<bool>(NAME, "mlh")?.unwrap_or(true) && network.moves_left.is_some();
+        let profile = options
+            .get::<bool>(NAME, "profile")?
+            .unwrap_or(false)
+            .then(Mutex::default);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("lc0rs-cpu-{i}"))
@@ -56,6 +66,7 @@ impl CpuBackend {
             pool,
             max_batch,
             moves_left,
+            profile,
         })
     }
 }
@@ -90,9 +101,28 @@ impl Backend for CpuBackend {
         if batch.is_empty() {
             return Ok(BatchOutput::default());
         }
-        Ok(self
+        let mut ops = forward::OpRecorder::new(batch.len(), self.profile.is_some());
+        let out = self
             .pool
-            .install(|| forward::forward(&self.network, batch, self.moves_left)))
+            .install(|| forward::forward(&self.network, batch, self.moves_left, &mut ops));
+        if let (Some(passes), Some(pass)) = (&self.profile, ops.finish()) {
+            passes.lock().unwrap_or_else(|e| e.into_inner()).push(pass);
+        }
+        Ok(out)
+    }
+
+    fn profile_report(&self) -> Option<ProfileReport> {
+        let passes = self.profile.as_ref()?;
+        Some(ProfileReport {
+            device: format!("cpu ({} threads)", self.pool.current_num_threads()),
+            passes: passes.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        })
+    }
+
+    fn reset_profile(&self) {
+        if let Some(passes) = &self.profile {
+            passes.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        }
     }
 
     fn layer_outputs(&self, batch: &[InputPlanes]) -> Result<Option<Vec<Vec<f32>>>, BackendError> {

@@ -12,7 +12,7 @@ use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::attention_kernel;
 use crate::gpu::{GemmPath, GpuDevice, GpuError, GpuGraph, GpuResult};
-use crate::profile::{OpTiming, PassProfile};
+use crate::profile::{OpTiming, PassProfile, PassTiming};
 use crate::weights::Network;
 use crate::weights::format::{InputFormat, NetFormat};
 use forward::{Buffers, Forward, Marker, OpEvents, Shapes, upload_inputs};
@@ -325,7 +325,9 @@ impl GpuBackend {
             batch: n,
             pass_ms: self.pass_time_ms(state, n)?,
             instrumented_ms: ms(span_end - origin),
-            busy_ms: Some(ms(busy_ns)),
+            timing: PassTiming::KernelTrace {
+                busy_ms: ms(busy_ns),
+            },
             ops,
         }))
     }
@@ -375,7 +377,7 @@ impl GpuBackend {
             batch: n,
             pass_ms: self.pass_time_ms(state, n)?,
             instrumented_ms,
-            busy_ms: None,
+            timing: PassTiming::DeviceEvents,
             ops,
         })
     }
