@@ -127,22 +127,24 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
   }
 }
 
-// out = LN((in + bias)·alpha + skip) for rows of a multiple of 8 values, at most 64·WARP_SIZE:
-// one warp per row, the row in registers (read 8 halves at a time), shuffles for the sums, no
-// block barriers; blockDim.x / WARP_SIZE rows per block. No activation: rows that need one
-// take layer_norm.
-KERNEL void layer_norm_warp(__half* out, const __half* in, const __half* __restrict__ bias, float alpha,
-                            const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta,
-                            float eps, int rows, int cols) {
+// out = LN((in + bias)·alpha + skip) for rows of a multiple of 8 values, at most
+// 8·CHUNKS·WARP_SIZE: one warp per row, the row in registers (CHUNKS loads of 8 halves per lane),
+// shuffles for the sums, no block barriers; blockDim.x / WARP_SIZE rows per block. CHUNKS is a
+// template argument so that a 768-wide row holds 24 registers per lane, not 64 (occupancy). No
+// activation: rows that need one take layer_norm.
+template <int CHUNKS>
+static __device__ void layer_norm_warp_body(__half* out, const __half* in, const __half* __restrict__ bias,
+                                            float alpha, const __half* skip, const __half* __restrict__ gamma,
+                                            const __half* __restrict__ beta, float eps, int rows, int cols) {
   const int lane = threadIdx.x % WARP_SIZE;
   const int row = blockIdx.x * (blockDim.x / WARP_SIZE) + threadIdx.x / WARP_SIZE;
   if (row >= rows) return;
   const int chunks = cols / 8;
   const long base = (long)row * cols;
-  float v[8][8];
+  float v[CHUNKS][8];
   float sum = 0.f;
   #pragma unroll
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < CHUNKS; ++i) {
     const int c = (lane + i * WARP_SIZE) * 8;
     if (c < cols) {
       load8(in + base + c, v[i]);
@@ -166,7 +168,7 @@ KERNEL void layer_norm_warp(__half* out, const __half* in, const __half* __restr
   const float mean = warp_sum(sum) / cols;
   float var = 0.f;
   #pragma unroll
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < CHUNKS; ++i) {
     if (lane + i * WARP_SIZE < chunks) {
       #pragma unroll
       for (int j = 0; j < 8; ++j) var += (v[i][j] - mean) * (v[i][j] - mean);
@@ -174,7 +176,7 @@ KERNEL void layer_norm_warp(__half* out, const __half* in, const __half* __restr
   }
   const float inv = rsqrtf(warp_sum(var) / cols + eps);
   #pragma unroll
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < CHUNKS; ++i) {
     const int c = (lane + i * WARP_SIZE) * 8;
     if (c < cols) {
       float g[8], b[8];
@@ -186,6 +188,13 @@ KERNEL void layer_norm_warp(__half* out, const __half* in, const __half* __restr
     }
   }
 }
+
+KERNEL void layer_norm_warp_c1(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c2(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c3(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c4(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c6(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c8(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
 
 // Threads per block of the attention kernels (the Rust side's ATTENTION_THREADS).
 #define ATTENTION_THREADS 128
@@ -324,6 +333,15 @@ static __device__ void attention_mma_body(const __half* __restrict__ qkv, const 
   const int warp = t / 32;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
+  // The softmax below takes row t/4, columns (t%4)·16 .. +15: this thread's 16 bias values are
+  // loaded now, so their latency overlaps the loads of Q, K, V and the first product.
+  const int sr = t / 4, sc0 = (t % 4) * 16;
+  uint4 bias_raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+  if (bias) {
+    const __half* src = bias + ((long)b * heads + h) * 4096 + sr * 64 + sc0;
+    bias_raw[0] = *(const uint4*)src;
+    bias_raw[1] = *(const uint4*)(src + 8);
+  }
   load_qkv<DEPTH, LD>(qkv, row0, stride, d_model, h, qp, ks, vs);
   __syncthreads();
   {
@@ -346,31 +364,26 @@ static __device__ void attention_mma_body(const __half* __restrict__ qkv, const 
   }
   __syncthreads();
   {
-    // Scale and bias, 8 coalesced values per step.
+    // Scale, bias and softmax: four adjacent lanes per row, 16 columns each.
+    const int r = sr, c0 = sc0;
     const float scale = rsqrtf((float)DEPTH);
-    const __half* bias_tile = bias ? bias + ((long)b * heads + h) * 4096 : 0;
-    for (int i = t; i < 512; i += MMA_ATTENTION_THREADS) {
-      const int r = i / 8, c = (i % 8) * 8;
-      float bv[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-      if (bias_tile) load8(bias_tile + r * 64 + c, bv);
-      #pragma unroll
-      for (int j = 0; j < 8; ++j) ss[r * LDS + c + j] = ss[r * LDS + c + j] * scale + bv[j];
+    const __half2* bh = (const __half2*)bias_raw;
+    float e[16];
+    #pragma unroll
+    for (int c = 0; c < 16; c += 2) {
+      const float2 bv = __half22float2(bh[c / 2]);
+      e[c] = ss[r * LDS + c0 + c] * scale + bv.x;
+      e[c + 1] = ss[r * LDS + c0 + c + 1] * scale + bv.y;
     }
-  }
-  __syncthreads();
-  {
-    // Four adjacent lanes per row, 16 columns each.
-    const int r = t / 4, c0 = (t % 4) * 16;
     float mx = -3.0e38f;
     #pragma unroll
-    for (int c = 0; c < 16; ++c) mx = fmaxf(mx, ss[r * LDS + c0 + c]);
+    for (int c = 0; c < 16; ++c) mx = fmaxf(mx, e[c]);
     mx = fmaxf(mx, SHFL_XOR(mx, 1));
     mx = fmaxf(mx, SHFL_XOR(mx, 2));
-    float e[16];
     float sum = 0.f;
     #pragma unroll
     for (int c = 0; c < 16; ++c) {
-      e[c] = expf(ss[r * LDS + c0 + c] - mx);
+      e[c] = expf(e[c] - mx);
       sum += e[c];
     }
     sum += SHFL_XOR(sum, 1);

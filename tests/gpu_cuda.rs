@@ -259,10 +259,14 @@ fn backend_matches_cpu_on_bundled_nets() {
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn warp_layer_norm_kernel_matches_cpu() {
     let device = device();
-    for (case, &(rows, cols, with_skip)) in
-        [(130usize, 768usize, true), (9, 64, false), (33, 2048, true)]
-            .iter()
-            .enumerate()
+    for (case, &(rows, cols, with_skip)) in [
+        (130usize, 768usize, true),
+        (9, 64, false),
+        (33, 2048, true),
+        (17, 1024, false),
+    ]
+    .iter()
+    .enumerate()
     {
         let seed = 100 + case as u64;
         let (input, skip, bias) = (
@@ -281,7 +285,7 @@ fn warp_layer_norm_kernel_matches_cpu() {
         let rows_per_block = 256 / 32;
         device
             .launch(
-                "layer_norm_warp",
+                lc0rs::gpu::kernels::layer_norm_warp_kernel(cols, 32).unwrap(),
                 Launch {
                     grid: [rows.div_ceil(rows_per_block) as u32, 1, 1],
                     block: [256, 1, 1],

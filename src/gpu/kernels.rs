@@ -12,13 +12,18 @@ pub fn source() -> String {
 }
 
 /// The kernel entry points every vendor compiles from `hip/kernels.hip`.
-pub const KERNEL_NAMES: [&str; 11] = [
+pub const KERNEL_NAMES: [&str; 16] = [
     "expand_tokens",
     "pe_dense_input",
     "bias_activation",
     "input_gating",
     "layer_norm",
-    "layer_norm_warp",
+    "layer_norm_warp_c1",
+    "layer_norm_warp_c2",
+    "layer_norm_warp_c3",
+    "layer_norm_warp_c4",
+    "layer_norm_warp_c6",
+    "layer_norm_warp_c8",
     "attention_d16",
     "attention_d32",
     "attention_d64",
@@ -33,8 +38,23 @@ pub const CUDA_ONLY_KERNEL_NAMES: [&str; 3] = [
     "attention_mma_d64",
 ];
 
-/// The widest row `layer_norm_warp` takes (64 values per lane of a 32-wide warp).
+/// The widest row the warp LayerNorm takes (64 values per lane of a 32-wide warp).
 pub const WARP_NORM_MAX_COLS: usize = 2048;
+
+/// The warp LayerNorm kernel for rows of `cols` values (a multiple of 8, at most 8 chunks of 8
+/// per lane): the one whose register array just holds a row.
+pub fn layer_norm_warp_kernel(cols: usize, warp_size: usize) -> Option<&'static str> {
+    let chunks = cols.div_ceil(8 * warp_size);
+    Some(match chunks {
+        0 | 1 => "layer_norm_warp_c1",
+        2 => "layer_norm_warp_c2",
+        3 => "layer_norm_warp_c3",
+        4 => "layer_norm_warp_c4",
+        5 | 6 => "layer_norm_warp_c6",
+        7 | 8 => "layer_norm_warp_c8",
+        _ => return None,
+    })
+}
 
 /// Threads per block of the portable attention kernels (`ATTENTION_THREADS` in hip/kernels.hip).
 pub const ATTENTION_THREADS: u32 = 128;
@@ -99,6 +119,23 @@ mod tests {
         assert!(source().contains(&format!(
             "#define MMA_ATTENTION_THREADS {MMA_ATTENTION_THREADS}\n"
         )));
+    }
+
+    #[test]
+    fn warp_layer_norm_kernels_hold_a_row() {
+        // T82's 768-wide rows: 3 chunks of 8 per lane on 32-wide warps, 2 on 64-wide waves.
+        assert_eq!(layer_norm_warp_kernel(768, 32), Some("layer_norm_warp_c3"));
+        assert_eq!(layer_norm_warp_kernel(768, 64), Some("layer_norm_warp_c2"));
+        assert_eq!(layer_norm_warp_kernel(1024, 32), Some("layer_norm_warp_c4"));
+        assert_eq!(layer_norm_warp_kernel(64, 32), Some("layer_norm_warp_c1"));
+        assert_eq!(layer_norm_warp_kernel(1280, 32), Some("layer_norm_warp_c6"));
+        assert_eq!(layer_norm_warp_kernel(2048, 32), Some("layer_norm_warp_c8"));
+        assert_eq!(layer_norm_warp_kernel(2056, 32), None);
+        let src = source();
+        for cols in (8..=WARP_NORM_MAX_COLS).step_by(8) {
+            let name = layer_norm_warp_kernel(cols, 32).unwrap();
+            assert!(KERNEL_NAMES.contains(&name) && src.contains(&format!("KERNEL void {name}(")));
+        }
     }
 
     #[test]

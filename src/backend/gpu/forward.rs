@@ -10,7 +10,7 @@ use super::weights::{DenseGpu, NetworkGpu, NormGpu};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::{
-    WARP_NORM_MAX_COLS, activation_code, attention_kernel, attention_threads,
+    activation_code, attention_kernel, attention_threads, layer_norm_warp_kernel,
 };
 use crate::gpu::{
     BatchedProduct, DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuResult,
@@ -457,7 +457,10 @@ impl Forward<'_> {
             KernelArg::Ptr(bias.unwrap_or(0)),
             KernelArg::Ptr(skip.unwrap_or(0)),
         );
-        if act == Activation::Identity && cols <= WARP_NORM_MAX_COLS && cols.is_multiple_of(8) {
+        let warp_kernel = layer_norm_warp_kernel(cols, self.device.info().warp_size as usize);
+        if let (Activation::Identity, Some(kernel), true) =
+            (act, warp_kernel, cols.is_multiple_of(8))
+        {
             // One warp per row, no activation.
             let rows_per_block = (ROW_THREADS / self.device.info().warp_size) as usize;
             let launch = Launch {
@@ -477,7 +480,7 @@ impl Forward<'_> {
                 KernelArg::I32(rows as i32),
                 KernelArg::I32(cols as i32),
             ];
-            return self.device.launch("layer_norm_warp", launch, &args);
+            return self.device.launch(kernel, launch, &args);
         }
         let launch = Launch {
             grid: [rows as u32, 1, 1],
