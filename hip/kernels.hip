@@ -310,107 +310,141 @@ KERNEL void attention_d32(const __half* qkv, const __half* bias, __half* ctx, in
 KERNEL void attention_d64(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<64>(qkv, bias, ctx, heads); }
 
 #if defined(GPU_CUDA)
-// The NVIDIA fast path of the attention above: the same inputs and outputs, with Q·Kᵀ and P·V on
-// tensor cores (WMMA 16×16×16, fp16 in, fp32 accumulate), 8 warps per block: each warp computes
-// two of the 16 score tiles and a share of the output tiles; four threads per softmax row. P is
-// rounded to fp16 for the second product, as lc0's fp16 path does.
-#include <mma.h>
-#define MMA_ATTENTION_THREADS 256
+// The NVIDIA fast path of the attention above: the same inputs and outputs, on tensor cores with
+// the scores kept in registers (as FlashAttention does). One block of 4 warps per (head,
+// position); each warp owns 16 queries: S = Q·Kᵀ with mma.sync m16n8k16 (fp16 in, fp32
+// accumulate) into 8 accumulator tiles, then scale, smolgen bias (prefetched into registers at
+// the start), softmax across each row's quad of lanes, and the probabilities, rounded to fp16 as
+// lc0's fp16 path does, become the A operand of O = P·V without leaving registers. Q, K, V and
+// the bias tile are copied to shared memory with 16-byte loads; fragments come from there with
+// ldmatrix (V transposed on the way). Fragment layouts: PTX ISA, "mma.m16n8k16" (g = lane/4 is
+// the row, 2·(lane%4) the column pair).
+#define MMA_ATTENTION_THREADS 128
+static __device__ __forceinline__ void mma_16816(float* c, const u32* a, const u32* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+static __device__ __forceinline__ u32 pack_half2(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *(u32*)&h;
+}
+// Four 8×8 fp16 matrices from shared memory in one instruction: lanes 8i..8i+7 give the row
+// addresses of matrix i; each lane receives, per matrix, the pair at (row lane/4, columns
+// 2·(lane%4)): mma's fragment layout. `.trans` transposes each matrix.
+static __device__ __forceinline__ void ldmatrix_x4(u32* r, const __half* p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+static __device__ __forceinline__ void ldmatrix_x4_trans(u32* r, const __half* p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
 template <int DEPTH>
 static __device__ void attention_mma_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
                                           __half* __restrict__ ctx, int heads) {
-  using namespace nvcuda;
-  constexpr int LD = DEPTH + 8;      // fp16 row stride of Q, K, V (a multiple of 8)
-  constexpr int LDP = 64 + 8;        // fp16 row stride of P
-  constexpr int LDS = 64 + 4;        // fp32 row stride of the scores
-  constexpr int QP = 64 * (LD > LDP ? LD : LDP);
-  constexpr int OUT_TILES = 4 * (DEPTH / 16);
-  __shared__ __align__(32) __half qp[QP];   // Q, later P
-  __shared__ __align__(32) __half ks[64 * LD];
-  __shared__ __align__(32) __half vs[64 * LD];
-  __shared__ __align__(32) float ss[64 * LDS];
+  constexpr int LD = DEPTH + 8;   // row stride (halves) of Q, K, V: 16-byte rows, conflict-free
+  constexpr int LDB = 64 + 8;     // row stride of the bias tile
+  constexpr int CHUNKS = DEPTH / 8;
+  constexpr int OUT_TILES = DEPTH / 8;
+  __shared__ __align__(16) __half qs[64 * LD];
+  __shared__ __align__(16) __half ks[64 * LD];
+  __shared__ __align__(16) __half vs[64 * LD];
+  __shared__ __align__(16) __half bs[64 * LDB];
   const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x;
-  const int warp = t / 32;
+  const int lane = t % 32, g = lane / 4, tq = lane % 4;
+  const int q0 = (t / 32) * 16;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
-  // The softmax below takes row t/4, columns (t%4)·16 .. +15: this thread's 16 bias values are
-  // loaded now, so their latency overlaps the loads of Q, K, V and the first product.
-  const int sr = t / 4, sc0 = (t % 4) * 16;
-  uint4 bias_raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
   if (bias) {
-    const __half* src = bias + ((long)b * heads + h) * 4096 + sr * 64 + sc0;
-    bias_raw[0] = *(const uint4*)src;
-    bias_raw[1] = *(const uint4*)(src + 8);
+    const __half* tile = bias + ((long)b * heads + h) * 4096;
+    for (int i = t; i < 512; i += MMA_ATTENTION_THREADS) copy8(bs + (i / 8) * LDB + (i % 8) * 8, tile + i * 8);
   }
-  load_qkv<DEPTH, LD>(qkv, row0, stride, d_model, h, qp, ks, vs);
+  load_qkv<DEPTH, LD>(qkv, row0, stride, d_model, h, qs, ks, vs);
   __syncthreads();
-  {
-    const int strip = warp % 4, ct0 = (warp / 4) * 2;
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc0, acc1;
-    wmma::fill_fragment(acc0, 0.f);
-    wmma::fill_fragment(acc1, 0.f);
+  float s[8][4];
+  #pragma unroll
+  for (int j = 0; j < 8; ++j)
     #pragma unroll
-    for (int kk = 0; kk < DEPTH / 16; ++kk) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> a;
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> k0, k1;
-      wmma::load_matrix_sync(a, qp + strip * 16 * LD + kk * 16, LD);
-      wmma::load_matrix_sync(k0, ks + ct0 * 16 * LD + kk * 16, LD);
-      wmma::load_matrix_sync(k1, ks + (ct0 + 1) * 16 * LD + kk * 16, LD);
-      wmma::mma_sync(acc0, a, k0, acc0);
-      wmma::mma_sync(acc1, a, k1, acc1);
+    for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
+  #pragma unroll
+  for (int kk = 0; kk < DEPTH; kk += 16) {
+    u32 a[4];
+    ldmatrix_x4(a, qs + (q0 + lane % 16) * LD + kk + (lane / 16) * 8);
+    #pragma unroll
+    for (int j = 0; j < 8; j += 2) {
+      // Keys 8j..8j+15: b0/b1 of tile j, then of tile j+1.
+      u32 kb[4];
+      ldmatrix_x4(kb, ks + (8 * j + lane % 8 + (lane / 16) * 8) * LD + kk + ((lane / 8) % 2) * 8);
+      mma_16816(s[j], a, kb);
+      mma_16816(s[j + 1], a, kb + 2);
     }
-    wmma::store_matrix_sync(ss + strip * 16 * LDS + ct0 * 16, acc0, LDS, wmma::mem_row_major);
-    wmma::store_matrix_sync(ss + strip * 16 * LDS + (ct0 + 1) * 16, acc1, LDS, wmma::mem_row_major);
   }
-  __syncthreads();
-  {
-    // Scale, bias and softmax: four adjacent lanes per row, 16 columns each.
-    const int r = sr, c0 = sc0;
-    const float scale = rsqrtf((float)DEPTH);
-    const __half2* bh = (const __half2*)bias_raw;
-    float e[16];
+  // Scale, bias, softmax over each of this lane's two rows (its quad holds the rest of the row).
+  const float scale = rsqrtf((float)DEPTH);
+  float mx[2] = {-3.0e38f, -3.0e38f};
+  #pragma unroll
+  for (int j = 0; j < 8; ++j) {
     #pragma unroll
-    for (int c = 0; c < 16; c += 2) {
-      const float2 bv = __half22float2(bh[c / 2]);
-      e[c] = ss[r * LDS + c0 + c] * scale + bv.x;
-      e[c + 1] = ss[r * LDS + c0 + c + 1] * scale + bv.y;
+    for (int r = 0; r < 2; ++r) {
+      float2 bv = make_float2(0.f, 0.f);
+      if (bias) bv = __half22float2(*(const __half2*)(bs + (q0 + g + 8 * r) * LDB + 8 * j + 2 * tq));
+      s[j][2 * r] = s[j][2 * r] * scale + bv.x;
+      s[j][2 * r + 1] = s[j][2 * r + 1] * scale + bv.y;
+      mx[r] = fmaxf(mx[r], fmaxf(s[j][2 * r], s[j][2 * r + 1]));
     }
-    float mx = -3.0e38f;
-    #pragma unroll
-    for (int c = 0; c < 16; ++c) mx = fmaxf(mx, e[c]);
-    mx = fmaxf(mx, SHFL_XOR(mx, 1));
-    mx = fmaxf(mx, SHFL_XOR(mx, 2));
-    float sum = 0.f;
-    #pragma unroll
-    for (int c = 0; c < 16; ++c) {
-      e[c] = expf(e[c] - mx);
-      sum += e[c];
-    }
-    sum += SHFL_XOR(sum, 1);
-    sum += SHFL_XOR(sum, 2);
-    const float inv = 1.f / sum;
-    #pragma unroll
-    for (int c = 0; c < 16; ++c) qp[r * LDP + c0 + c] = __float2half(e[c] * inv);
   }
-  __syncthreads();
-  for (int tile = warp; tile < OUT_TILES; tile += MMA_ATTENTION_THREADS / 32) {
-    const int strip = tile / (DEPTH / 16), ct = tile % (DEPTH / 16);
-    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-    wmma::fill_fragment(acc, 0.f);
+  float sum[2] = {0.f, 0.f};
+  #pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    mx[r] = fmaxf(mx[r], SHFL_XOR(mx[r], 1));
+    mx[r] = fmaxf(mx[r], SHFL_XOR(mx[r], 2));
     #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> p;
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> v;
-      wmma::load_matrix_sync(p, qp + strip * 16 * LDP + kk * 16, LDP);
-      wmma::load_matrix_sync(v, vs + kk * 16 * LD + ct * 16, LD);
-      wmma::mma_sync(acc, p, v, acc);
+    for (int j = 0; j < 8; ++j) {
+      s[j][2 * r] = expf(s[j][2 * r] - mx[r]);
+      s[j][2 * r + 1] = expf(s[j][2 * r + 1] - mx[r]);
+      sum[r] += s[j][2 * r] + s[j][2 * r + 1];
     }
-    wmma::store_matrix_sync(ss + strip * 16 * LDS + ct * 16, acc, LDS, wmma::mem_row_major);
+    sum[r] += SHFL_XOR(sum[r], 1);
+    sum[r] += SHFL_XOR(sum[r], 2);
+    sum[r] = 1.f / sum[r];
   }
-  __syncthreads();
-  for (int i = t; i < 64 * (DEPTH / 8); i += MMA_ATTENTION_THREADS) {
-    const int r = i / (DEPTH / 8), c = (i % (DEPTH / 8)) * 8;
-    store8(ctx + (row0 + r) * d_model + h * DEPTH + c, ss + r * LDS + c);
+  // P as A fragments: keys 16p .. 16p+15 are score tiles 2p and 2p+1.
+  u32 p_frag[4][4];
+  #pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    p_frag[p][0] = pack_half2(s[2 * p][0] * sum[0], s[2 * p][1] * sum[0]);
+    p_frag[p][1] = pack_half2(s[2 * p][2] * sum[1], s[2 * p][3] * sum[1]);
+    p_frag[p][2] = pack_half2(s[2 * p + 1][0] * sum[0], s[2 * p + 1][1] * sum[0]);
+    p_frag[p][3] = pack_half2(s[2 * p + 1][2] * sum[1], s[2 * p + 1][3] * sum[1]);
+  }
+  float o[OUT_TILES][4];
+  #pragma unroll
+  for (int n = 0; n < OUT_TILES; ++n)
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
+  #pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    #pragma unroll
+    for (int n = 0; n < OUT_TILES; n += 2) {
+      // V rows (keys) 16p..16p+15, columns 8n..8n+15, transposed: b0/b1 of tiles n and n+1.
+      u32 vb[4];
+      ldmatrix_x4_trans(vb, vs + (16 * p + lane % 8 + ((lane / 8) % 2) * 8) * LD + 8 * n + (lane / 16) * 8);
+      mma_16816(o[n], p_frag[p], vb);
+      mma_16816(o[n + 1], p_frag[p], vb + 2);
+    }
+  }
+  __half* out = ctx + (row0 + q0 + g) * d_model + h * DEPTH + 2 * tq;
+  #pragma unroll
+  for (int n = 0; n < OUT_TILES; ++n) {
+    *(__half2*)(out + 8 * n) = __floats2half2_rn(o[n][0], o[n][1]);
+    *(__half2*)(out + 8 * d_model + 8 * n) = __floats2half2_rn(o[n][2], o[n][3]);
   }
 }
 

@@ -59,7 +59,7 @@ pub fn layer_norm_warp_kernel(cols: usize, warp_size: usize) -> Option<&'static 
 /// Threads per block of the portable attention kernels (`ATTENTION_THREADS` in hip/kernels.hip).
 pub const ATTENTION_THREADS: u32 = 128;
 /// Threads per block of the tensor-core attention kernels (`MMA_ATTENTION_THREADS`).
-pub const MMA_ATTENTION_THREADS: u32 = 256;
+pub const MMA_ATTENTION_THREADS: u32 = 128;
 
 /// The block size an attention kernel is written for.
 pub fn attention_threads(kernel: &str) -> u32 {
