@@ -346,105 +346,155 @@ static __device__ __forceinline__ void ldmatrix_x4_trans(u32* r, const __half* p
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(a));
 }
+// Copies 16 bytes global → shared without passing through registers; completes at
+// cp.async.wait_group.
+static __device__ __forceinline__ void copy16_async(__half* dst, const __half* src) {
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+#define MMA_HEADS_PER_BLOCK 4
+template <int DEPTH>
+struct AttentionStage {
+  static constexpr int LD = DEPTH + 8;  // row stride (halves) of Q, K, V: 16-byte rows, conflict-free
+  static constexpr int LDB = 64 + 8;    // row stride of the bias tile
+  __half q[64 * LD];
+  __half k[64 * LD];
+  __half v[64 * LD];
+  __half bias[64 * LDB];
+};
+// Starts the copies of head h's Q, K, V and bias tile into `st`.
+template <int DEPTH>
+static __device__ __forceinline__ void attention_stage_load(AttentionStage<DEPTH>& st, const __half* qkv,
+                                                            const __half* bias, long row0, int stride,
+                                                            int d_model, int heads, int b, int h) {
+  constexpr int LD = AttentionStage<DEPTH>::LD, LDB = AttentionStage<DEPTH>::LDB;
+  constexpr int CHUNKS = DEPTH / 8;
+  for (int i = threadIdx.x; i < 64 * CHUNKS; i += MMA_ATTENTION_THREADS) {
+    const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+    const __half* src = qkv + (row0 + r) * stride + h * DEPTH + c;
+    copy16_async(st.q + r * LD + c, src);
+    copy16_async(st.k + r * LD + c, src + d_model);
+    copy16_async(st.v + r * LD + c, src + 2 * d_model);
+  }
+  if (bias) {
+    const __half* tile = bias + ((long)b * heads + h) * 4096;
+    for (int i = threadIdx.x; i < 512; i += MMA_ATTENTION_THREADS)
+      copy16_async(st.bias + (i / 8) * LDB + (i % 8) * 8, tile + i * 8);
+  }
+}
+// MMA_HEADS_PER_BLOCK heads of one position per block, two shared-memory stages where they fit
+// in 48 KB (depth 16, 32): the copies of the next head run while this one computes.
 template <int DEPTH>
 static __device__ void attention_mma_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
                                           __half* __restrict__ ctx, int heads) {
-  constexpr int LD = DEPTH + 8;   // row stride (halves) of Q, K, V: 16-byte rows, conflict-free
-  constexpr int LDB = 64 + 8;     // row stride of the bias tile
-  constexpr int CHUNKS = DEPTH / 8;
+  constexpr int LD = AttentionStage<DEPTH>::LD, LDB = AttentionStage<DEPTH>::LDB;
   constexpr int OUT_TILES = DEPTH / 8;
-  __shared__ __align__(16) __half qs[64 * LD];
-  __shared__ __align__(16) __half ks[64 * LD];
-  __shared__ __align__(16) __half vs[64 * LD];
-  __shared__ __align__(16) __half bs[64 * LDB];
-  const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x;
+  constexpr int STAGES = 2 * sizeof(AttentionStage<DEPTH>) <= 48 * 1024 ? 2 : 1;
+  __shared__ __align__(16) AttentionStage<DEPTH> stages[STAGES];
+  const int b = blockIdx.y, t = threadIdx.x;
   const int lane = t % 32, g = lane / 4, tq = lane % 4;
   const int q0 = (t / 32) * 16;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
-  if (bias) {
-    const __half* tile = bias + ((long)b * heads + h) * 4096;
-    for (int i = t; i < 512; i += MMA_ATTENTION_THREADS) copy8(bs + (i / 8) * LDB + (i % 8) * 8, tile + i * 8);
-  }
-  load_qkv<DEPTH, LD>(qkv, row0, stride, d_model, h, qs, ks, vs);
-  __syncthreads();
-  float s[8][4];
-  #pragma unroll
-  for (int j = 0; j < 8; ++j)
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
-  #pragma unroll
-  for (int kk = 0; kk < DEPTH; kk += 16) {
-    u32 a[4];
-    ldmatrix_x4(a, qs + (q0 + lane % 16) * LD + kk + (lane / 16) * 8);
-    #pragma unroll
-    for (int j = 0; j < 8; j += 2) {
-      // Keys 8j..8j+15: b0/b1 of tile j, then of tile j+1.
-      u32 kb[4];
-      ldmatrix_x4(kb, ks + (8 * j + lane % 8 + (lane / 16) * 8) * LD + kk + ((lane / 8) % 2) * 8);
-      mma_16816(s[j], a, kb);
-      mma_16816(s[j + 1], a, kb + 2);
+  const int h_first = blockIdx.x * MMA_HEADS_PER_BLOCK;
+  const int h_end = min(heads, h_first + MMA_HEADS_PER_BLOCK);
+  attention_stage_load<DEPTH>(stages[0], qkv, bias, row0, stride, d_model, heads, b, h_first);
+  asm volatile("cp.async.commit_group;\n" ::);
+  for (int h = h_first; h < h_end; ++h) {
+    const int cur = STAGES == 2 ? (h - h_first) & 1 : 0;
+    if (STAGES == 2 && h + 1 < h_end)
+      attention_stage_load<DEPTH>(stages[cur ^ 1], qkv, bias, row0, stride, d_model, heads, b, h + 1);
+    asm volatile("cp.async.commit_group;\n" ::);
+    // This head's copies are done; with two stages the next head's may still be in flight.
+    if (STAGES == 2) {
+      asm volatile("cp.async.wait_group 1;\n" ::);
+    } else {
+      asm volatile("cp.async.wait_group 0;\n" ::);
     }
-  }
-  // Scale, bias, softmax over each of this lane's two rows (its quad holds the rest of the row).
-  const float scale = rsqrtf((float)DEPTH);
-  float mx[2] = {-3.0e38f, -3.0e38f};
-  #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+    __syncthreads();
+    const AttentionStage<DEPTH>& st = stages[cur];
+    float s[8][4];
     #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float2 bv = make_float2(0.f, 0.f);
-      if (bias) bv = __half22float2(*(const __half2*)(bs + (q0 + g + 8 * r) * LDB + 8 * j + 2 * tq));
-      s[j][2 * r] = s[j][2 * r] * scale + bv.x;
-      s[j][2 * r + 1] = s[j][2 * r + 1] * scale + bv.y;
-      mx[r] = fmaxf(mx[r], fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+    for (int j = 0; j < 8; ++j)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
+    #pragma unroll
+    for (int kk = 0; kk < DEPTH; kk += 16) {
+      u32 a[4];
+      ldmatrix_x4(a, st.q + (q0 + lane % 16) * LD + kk + (lane / 16) * 8);
+      #pragma unroll
+      for (int j = 0; j < 8; j += 2) {
+        // Keys 8j..8j+15: b0/b1 of tile j, then of tile j+1.
+        u32 kb[4];
+        ldmatrix_x4(kb, st.k + (8 * j + lane % 8 + (lane / 16) * 8) * LD + kk + ((lane / 8) % 2) * 8);
+        mma_16816(s[j], a, kb);
+        mma_16816(s[j + 1], a, kb + 2);
+      }
     }
-  }
-  float sum[2] = {0.f, 0.f};
-  #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    mx[r] = fmaxf(mx[r], SHFL_XOR(mx[r], 1));
-    mx[r] = fmaxf(mx[r], SHFL_XOR(mx[r], 2));
+    // Scale, bias, softmax over each of this lane's two rows (its quad holds the rest of the row).
+    const float scale = rsqrtf((float)DEPTH);
+    float mx[2] = {-3.0e38f, -3.0e38f};
     #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      s[j][2 * r] = expf(s[j][2 * r] - mx[r]);
-      s[j][2 * r + 1] = expf(s[j][2 * r + 1] - mx[r]);
-      sum[r] += s[j][2 * r] + s[j][2 * r + 1];
+      #pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float2 bv = make_float2(0.f, 0.f);
+        if (bias) bv = __half22float2(*(const __half2*)(st.bias + (q0 + g + 8 * r) * LDB + 8 * j + 2 * tq));
+        s[j][2 * r] = s[j][2 * r] * scale + bv.x;
+        s[j][2 * r + 1] = s[j][2 * r + 1] * scale + bv.y;
+        mx[r] = fmaxf(mx[r], fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+      }
     }
-    sum[r] += SHFL_XOR(sum[r], 1);
-    sum[r] += SHFL_XOR(sum[r], 2);
-    sum[r] = 1.f / sum[r];
-  }
-  // P as A fragments: keys 16p .. 16p+15 are score tiles 2p and 2p+1.
-  u32 p_frag[4][4];
-  #pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    p_frag[p][0] = pack_half2(s[2 * p][0] * sum[0], s[2 * p][1] * sum[0]);
-    p_frag[p][1] = pack_half2(s[2 * p][2] * sum[1], s[2 * p][3] * sum[1]);
-    p_frag[p][2] = pack_half2(s[2 * p + 1][0] * sum[0], s[2 * p + 1][1] * sum[0]);
-    p_frag[p][3] = pack_half2(s[2 * p + 1][2] * sum[1], s[2 * p + 1][3] * sum[1]);
-  }
-  float o[OUT_TILES][4];
-  #pragma unroll
-  for (int n = 0; n < OUT_TILES; ++n)
+    float sum[2] = {0.f, 0.f};
     #pragma unroll
-    for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
-  #pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    #pragma unroll
-    for (int n = 0; n < OUT_TILES; n += 2) {
-      // V rows (keys) 16p..16p+15, columns 8n..8n+15, transposed: b0/b1 of tiles n and n+1.
-      u32 vb[4];
-      ldmatrix_x4_trans(vb, vs + (16 * p + lane % 8 + ((lane / 8) % 2) * 8) * LD + 8 * n + (lane / 16) * 8);
-      mma_16816(o[n], p_frag[p], vb);
-      mma_16816(o[n + 1], p_frag[p], vb + 2);
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], SHFL_XOR(mx[r], 1));
+      mx[r] = fmaxf(mx[r], SHFL_XOR(mx[r], 2));
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        s[j][2 * r] = expf(s[j][2 * r] - mx[r]);
+        s[j][2 * r + 1] = expf(s[j][2 * r + 1] - mx[r]);
+        sum[r] += s[j][2 * r] + s[j][2 * r + 1];
+      }
+      sum[r] += SHFL_XOR(sum[r], 1);
+      sum[r] += SHFL_XOR(sum[r], 2);
+      sum[r] = 1.f / sum[r];
     }
-  }
-  __half* out = ctx + (row0 + q0 + g) * d_model + h * DEPTH + 2 * tq;
-  #pragma unroll
-  for (int n = 0; n < OUT_TILES; ++n) {
-    *(__half2*)(out + 8 * n) = __floats2half2_rn(o[n][0], o[n][1]);
-    *(__half2*)(out + 8 * d_model + 8 * n) = __floats2half2_rn(o[n][2], o[n][3]);
+    // P as A fragments: keys 16p .. 16p+15 are score tiles 2p and 2p+1.
+    u32 p_frag[4][4];
+    #pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      p_frag[p][0] = pack_half2(s[2 * p][0] * sum[0], s[2 * p][1] * sum[0]);
+      p_frag[p][1] = pack_half2(s[2 * p][2] * sum[1], s[2 * p][3] * sum[1]);
+      p_frag[p][2] = pack_half2(s[2 * p + 1][0] * sum[0], s[2 * p + 1][1] * sum[0]);
+      p_frag[p][3] = pack_half2(s[2 * p + 1][2] * sum[1], s[2 * p + 1][3] * sum[1]);
+    }
+    float o[OUT_TILES][4];
+    #pragma unroll
+    for (int n = 0; n < OUT_TILES; ++n)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
+    #pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      #pragma unroll
+      for (int n = 0; n < OUT_TILES; n += 2) {
+        // V rows (keys) 16p..16p+15, columns 8n..8n+15, transposed: b0/b1 of tiles n and n+1.
+        u32 vb[4];
+        ldmatrix_x4_trans(vb, st.v + (16 * p + lane % 8 + ((lane / 8) % 2) * 8) * LD + 8 * n + (lane / 16) * 8);
+        mma_16816(o[n], p_frag[p], vb);
+        mma_16816(o[n + 1], p_frag[p], vb + 2);
+      }
+    }
+    __half* out = ctx + (row0 + q0 + g) * d_model + h * DEPTH + 2 * tq;
+    #pragma unroll
+    for (int n = 0; n < OUT_TILES; ++n) {
+      *(__half2*)(out + 8 * n) = __floats2half2_rn(o[n][0], o[n][1]);
+      *(__half2*)(out + 8 * d_model + 8 * n) = __floats2half2_rn(o[n][2], o[n][3]);
+    }
+    // The next iteration's copies overwrite this stage.
+    __syncthreads();
+    if (STAGES == 1 && h + 1 < h_end)
+      attention_stage_load<DEPTH>(stages[0], qkv, bias, row0, stride, d_model, heads, b, h + 1);
   }
 }
 

@@ -87,7 +87,11 @@ fn check_attention(device: &CudaDevice, tensor_cores: bool) {
             .launch(
                 attention_kernel(depth, tensor_cores).unwrap(),
                 Launch {
-                    grid: [heads as u32, batch as u32, 1],
+                    grid: lc0rs::gpu::kernels::attention_grid(
+                        attention_kernel(depth, tensor_cores).unwrap(),
+                        heads,
+                        batch,
+                    ),
                     block: [
                         attention_threads(attention_kernel(depth, tensor_cores).unwrap()),
                         1,

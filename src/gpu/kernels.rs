@@ -61,6 +61,20 @@ pub const ATTENTION_THREADS: u32 = 128;
 /// Threads per block of the tensor-core attention kernels (`MMA_ATTENTION_THREADS`).
 pub const MMA_ATTENTION_THREADS: u32 = 128;
 
+/// Heads per block of the tensor-core attention kernels (`MMA_HEADS_PER_BLOCK`).
+pub const MMA_HEADS_PER_BLOCK: usize = 4;
+
+/// The grid of an attention kernel for `batch` positions of `heads` heads: one block per
+/// (head, position), or per group of heads for the tensor-core kernels.
+pub fn attention_grid(kernel: &str, heads: usize, batch: usize) -> [u32; 3] {
+    let per_block = if kernel.starts_with("attention_mma_") {
+        MMA_HEADS_PER_BLOCK
+    } else {
+        1
+    };
+    [heads.div_ceil(per_block) as u32, batch as u32, 1]
+}
+
 /// The block size an attention kernel is written for.
 pub fn attention_threads(kernel: &str) -> u32 {
     if kernel.starts_with("attention_mma_") {
@@ -119,6 +133,12 @@ mod tests {
         assert!(source().contains(&format!(
             "#define MMA_ATTENTION_THREADS {MMA_ATTENTION_THREADS}\n"
         )));
+        assert!(source().contains(&format!(
+            "#define MMA_HEADS_PER_BLOCK {MMA_HEADS_PER_BLOCK}\n"
+        )));
+        assert_eq!(attention_grid("attention_mma_d32", 24, 7), [6, 7, 1]);
+        assert_eq!(attention_grid("attention_mma_d16", 2, 3), [1, 3, 1]);
+        assert_eq!(attention_grid("attention_d32", 24, 7), [24, 7, 1]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::weights::{DenseGpu, NetworkGpu, NormGpu};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::{
-    activation_code, attention_kernel, attention_threads, layer_norm_warp_kernel,
+    activation_code, attention_grid, attention_kernel, attention_threads, layer_norm_warp_kernel,
 };
 use crate::gpu::{
     BatchedProduct, DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuResult,
@@ -703,7 +703,7 @@ impl Forward<'_> {
                 self.device.launch(
                     self.attention,
                     Launch {
-                        grid: [s.heads as u32, n as u32, 1],
+                        grid: attention_grid(self.attention, s.heads, n),
                         block: [attention_threads(self.attention), 1, 1],
                         shared_bytes: 0,
                     },
