@@ -87,13 +87,29 @@ KERNEL void bias_activation(__half* __restrict__ x, const __half* __restrict__ b
   }
 }
 
-// Input gating: x[s][c] = x[s][c]·mult[c·64 + s] + add[c·64 + s].
+// Input gating: x[s][c] = x[s][c]·mult[s][c] + add[s][c] for every position's 64 squares s
+// (mult and add uploaded square-major, so that x, mult and add are all read in order). Rows of a
+// multiple of 8 values go 8 at a time (16-byte accesses); others one by one.
 KERNEL void input_gating(__half* __restrict__ x, const __half* __restrict__ mult, const __half* __restrict__ add,
                          long rows, int cols) {
-  const long total = rows * cols;
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
-    const int c = (int)(i % cols), s = (int)((i / cols) % 64);
-    x[i] = __float2half(__half2float(x[i]) * __half2float(mult[c * 64 + s]) + __half2float(add[c * 64 + s]));
+  const long total = rows * cols, per_position = 64L * cols;
+  const long step = (long)gridDim.x * blockDim.x;
+  if ((cols & 7) == 0) {
+    for (long i = (blockIdx.x * (long)blockDim.x + threadIdx.x) * 8; i < total; i += step * 8) {
+      const long g = i % per_position;
+      float v[8], m[8], a[8];
+      load8(x + i, v);
+      load8(mult + g, m);
+      load8(add + g, a);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = v[j] * m[j] + a[j];
+      store8(x + i, v);
+    }
+    return;
+  }
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += step) {
+    const long g = i % per_position;
+    x[i] = __float2half(__half2float(x[i]) * __half2float(mult[g]) + __half2float(add[g]));
   }
 }
 
@@ -107,13 +123,38 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
   __shared__ float scratch[32];
   const long base = (long)blockIdx.x * cols;
   float sum = 0.f;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-    float v = __half2float(in[base + c]);
-    if (bias) v += __half2float(bias[c]);
-    v = activate(v, act) * alpha;
-    if (skip) v += __half2float(skip[base + c]);
-    row[c] = v;
-    sum += v;
+  const bool wide = (cols & 7) == 0;  // 16-byte loads and stores
+  if (wide) {
+    for (int c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
+      float v[8], e[8];
+      load8(in + base + c, v);
+      if (bias) {
+        load8(bias + c, e);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] += e[j];
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = activate(v[j], act) * alpha;
+      if (skip) {
+        load8(skip + base + c, e);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] += e[j];
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        row[c + j] = v[j];
+        sum += v[j];
+      }
+    }
+  } else {
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+      float v = __half2float(in[base + c]);
+      if (bias) v += __half2float(bias[c]);
+      v = activate(v, act) * alpha;
+      if (skip) v += __half2float(skip[base + c]);
+      row[c] = v;
+      sum += v;
+    }
   }
   const float mean = block_sum(sum, scratch) / cols;
   float var = 0.f;
@@ -122,6 +163,17 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
     var += d * d;
   }
   const float inv = rsqrtf(block_sum(var, scratch) / cols + eps);
+  if (wide) {
+    for (int c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
+      float g[8], b[8], v[8];
+      load8(gamma + c, g);
+      load8(beta + c, b);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = (row[c + j] - mean) * inv * g[j] + b[j];
+      store8(out + base + c, v);
+    }
+    return;
+  }
   for (int c = threadIdx.x; c < cols; c += blockDim.x) {
     out[base + c] = __float2half((row[c] - mean) * inv * __half2float(gamma[c]) + __half2float(beta[c]));
   }

@@ -49,7 +49,9 @@ static __device__ __forceinline__ float activate(float x, int act) {
   switch (act) {
     case ACT_RELU: return x > 0.f ? x : 0.f;
     case ACT_RELU2: { float r = x > 0.f ? x : 0.f; return r * r; }
-    case ACT_MISH: { float sp = x > 20.f ? x : log1pf(expf(x)); return x * tanhf(sp); }
+    // tanh(softplus(x)) = n / (n + 2) with n = eˣ(eˣ + 2): one exponential instead of exp,
+    // log1p and tanh. Beyond 20 the factor is 1 in fp32 (and n would overflow near 44).
+    case ACT_MISH: { if (x > 20.f) return x; const float e = expf(x), n = e * (e + 2.f); return x * n / (n + 2.f); }
     case ACT_SWISH: return x / (1.f + expf(-x));
     case ACT_SELU: return x > 0.f ? 1.0507010f * x : 1.0507010f * 1.6732632f * (expf(x) - 1.f);
     case ACT_TANH: return tanhf(x);

@@ -651,8 +651,13 @@ fn backendbench(
     Ok(())
 }
 
+/// Rows of the profile's kernel table.
+const KERNEL_TABLE_ROWS: usize = 25;
+
 fn report_profile(backend: &dyn lc0rs::backend::Backend, outputs: &ProfileOutputs) -> Result<()> {
-    use lc0rs::profile::{chrome_trace, layer_table, operation_table, peak_for, svg_chart};
+    use lc0rs::profile::{
+        chrome_trace, kernel_table, layer_table, operation_table, peak_for, svg_chart,
+    };
     let report = backend
         .profile_report()
         .context("the backend recorded no profile")?;
@@ -663,6 +668,7 @@ fn report_profile(backend: &dyn lc0rs::backend::Backend, outputs: &ProfileOutput
             operation_table(&report.passes, peak_for(&report.device))
         );
         eprint!("{}", layer_table(&report.passes));
+        eprint!("{}", kernel_table(&report.passes, KERNEL_TABLE_ROWS));
     }
     if let Some(path) = &outputs.trace {
         let json = serde_json::to_string(&chrome_trace(&report.passes))?;

@@ -188,10 +188,12 @@ pub struct DeviceInfo {
 }
 
 /// One piece of work the GPU ran (a kernel, fill or copy), by the GPU's own clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Activity {
     pub start_ns: u64,
     pub end_ns: u64,
+    /// The kernel's name, or `memset` / `memcpy`.
+    pub name: String,
 }
 
 /// A recorded sequence of GPU work that can be replayed.

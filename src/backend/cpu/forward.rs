@@ -70,6 +70,7 @@ impl OpRecorder {
             instrumented_ms: ms,
             timing: PassTiming::HostClock,
             ops,
+            kernels: Vec::new(),
         })
     }
 }

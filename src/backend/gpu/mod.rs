@@ -12,7 +12,7 @@ use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::attention_kernel;
 use crate::gpu::{GemmPath, GpuDevice, GpuError, GpuGraph, GpuResult};
-use crate::profile::{OpTiming, PassProfile, PassTiming};
+use crate::profile::{KernelTiming, OpTiming, PassProfile, PassTiming};
 use crate::weights::Network;
 use crate::weights::format::{InputFormat, NetFormat};
 use forward::{Buffers, Forward, Marker, OpEvents, Shapes, upload_inputs};
@@ -301,10 +301,20 @@ impl GpuBackend {
         let origin = activities[0].start_ns;
         let span_end = activities.last().expect("checked non-empty").end_ns;
         let ms = |ns: u64| ns as f64 * 1e-6;
+        let marks = marks.ops.into_inner().unwrap_or_else(|e| e.into_inner());
+        let kernels = marks
+            .iter()
+            .flat_map(|e| {
+                activities[e.start - first..e.end - first]
+                    .iter()
+                    .map(|a| KernelTiming {
+                        op: e.op,
+                        name: a.name.clone(),
+                        ms: ms(a.end_ns - a.start_ns),
+                    })
+            })
+            .collect();
         let ops = marks
-            .ops
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
             .into_iter()
             .map(|e| {
                 let (begin, end) = (e.start - first, e.end - first);
@@ -329,6 +339,7 @@ impl GpuBackend {
                 busy_ms: ms(busy_ns),
             },
             ops,
+            kernels,
         }))
     }
 
@@ -379,6 +390,7 @@ impl GpuBackend {
             instrumented_ms,
             timing: PassTiming::DeviceEvents,
             ops,
+            kernels: Vec::new(),
         })
     }
 

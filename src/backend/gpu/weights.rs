@@ -68,6 +68,15 @@ pub struct PolicyGpu {
     pub dp: usize,
 }
 
+/// lc0's gating tensors `[E][64]` (channel-major) as `[64][E]`, the order the embedding's
+/// output is in, so that the gating kernel reads all three in order.
+fn square_major(channel_major: &[f32]) -> Vec<f32> {
+    let channels = channel_major.len() / 64;
+    (0..64)
+        .flat_map(|s| (0..channels).map(move |c| channel_major[c * 64 + s]))
+        .collect()
+}
+
 /// Everything the executor reads, uploaded once.
 pub struct NetworkGpu {
     pub embedding: DenseGpu,
@@ -181,7 +190,10 @@ impl NetworkGpu {
                 .gating
                 .as_ref()
                 .map(|g| -> GpuResult<_> {
-                    Ok((upload_f16(device, &g.mult)?, upload_f16(device, &g.add)?))
+                    Ok((
+                        upload_f16(device, &square_major(&g.mult))?,
+                        upload_f16(device, &square_major(&g.add))?,
+                    ))
                 })
                 .transpose()?,
             pe_dense: emb
@@ -218,5 +230,19 @@ impl NetworkGpu {
             positional_encoding: upload_f16(device, positional_encoding())?,
             policy_map,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn gating_tensors_become_square_major() {
+        // Channel c, square s holds 100·c + s.
+        let channel_major: Vec<f32> = (0..3)
+            .flat_map(|c| (0..64).map(move |s| (100 * c + s) as f32))
+            .collect();
+        let square_major = super::square_major(&channel_major);
+        assert_eq!(&square_major[..6], &[0.0, 100.0, 200.0, 1.0, 101.0, 201.0]);
+        assert_eq!(square_major[63 * 3 + 2], 263.0);
     }
 }

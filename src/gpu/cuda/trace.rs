@@ -29,6 +29,10 @@ const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityMemset4, start) ==
 const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityMemset4, end) == 24);
 const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityMemcpy6, start) == 16);
 const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityMemcpy6, end) == 24);
+// Kernel records keep the name pointer at the same place in every version lc0rs may receive
+// (versions 11–13, of CUDA 13.1–13.4's CUPTI, declare the same fields before it).
+const KERNEL_NAME_OFFSET: usize = std::mem::offset_of!(sys::CUpti_ActivityKernel10, name);
+const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityKernel9, name) == KERNEL_NAME_OFFSET);
 
 /// Records delivered by CUPTI's completion callback (which may run on CUPTI's own thread).
 static RECORDS: Mutex<Vec<Activity>> = Mutex::new(Vec::new());
@@ -63,11 +67,31 @@ extern "C" fn buffer_completed(
     // its kind, and the kinds read here keep start/end at bytes 16/24 (asserted above).
     unsafe {
         while activity::get_next_record(buffer, valid, &mut record).is_ok() {
-            if KINDS.contains(&(*record).kind) {
+            let kind = (*record).kind;
+            if KINDS.contains(&kind) {
                 let bytes = record.cast::<u8>();
+                let name = match kind {
+                    Kind::CUPTI_ACTIVITY_KIND_MEMSET => "memset".to_owned(),
+                    Kind::CUPTI_ACTIVITY_KIND_MEMCPY => "memcpy".to_owned(),
+                    _ => {
+                        // CUPTI keeps kernel names for the life of the process.
+                        let name = bytes
+                            .add(KERNEL_NAME_OFFSET)
+                            .cast::<*const std::ffi::c_char>()
+                            .read_unaligned();
+                        if name.is_null() {
+                            "kernel".to_owned()
+                        } else {
+                            std::ffi::CStr::from_ptr(name)
+                                .to_string_lossy()
+                                .into_owned()
+                        }
+                    }
+                };
                 out.push(Activity {
                     start_ns: bytes.add(16).cast::<u64>().read_unaligned(),
                     end_ns: bytes.add(24).cast::<u64>().read_unaligned(),
+                    name,
                 });
             }
         }
