@@ -63,20 +63,20 @@ KERNEL void bias_activation(__half* __restrict__ x, const __half* __restrict__ b
   const long total = rows * cols;
   const long step = (long)gridDim.x * blockDim.x;
   if ((cols & 7) == 0) {
-    const long chunks = total / 8;
-    const int row_chunks = cols / 8;
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < chunks; i += step) {
+    // Chunk counts fit 32 bits (cheaper index arithmetic than 64-bit division).
+    const unsigned chunks = (unsigned)(total / 8), row_chunks = (unsigned)(cols / 8);
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < chunks; i += (unsigned)step) {
       float v[8];
-      load8(x + i * 8, v);
+      load8(x + 8L * i, v);
       if (bias) {
         float b[8];
-        load8(bias + (int)(i % row_chunks) * 8, b);
+        load8(bias + (i % row_chunks) * 8, b);
         #pragma unroll
         for (int j = 0; j < 8; ++j) v[j] += b[j];
       }
       #pragma unroll
       for (int j = 0; j < 8; ++j) v[j] = activate(v[j], act);
-      store8(x + i * 8, v);
+      store8(x + 8L * i, v);
     }
     return;
   }
@@ -95,15 +95,17 @@ KERNEL void input_gating(__half* __restrict__ x, const __half* __restrict__ mult
   const long total = rows * cols, per_position = 64L * cols;
   const long step = (long)gridDim.x * blockDim.x;
   if ((cols & 7) == 0) {
-    for (long i = (blockIdx.x * (long)blockDim.x + threadIdx.x) * 8; i < total; i += step * 8) {
-      const long g = i % per_position;
+    // Chunk counts fit 32 bits (a 64-bit modulo per chunk made this kernel compute-bound).
+    const unsigned chunks = (unsigned)(total / 8), per_chunks = (unsigned)(per_position / 8);
+    for (unsigned k = blockIdx.x * blockDim.x + threadIdx.x; k < chunks; k += (unsigned)step) {
+      const unsigned g = k % per_chunks;
       float v[8], m[8], a[8];
-      load8(x + i, v);
-      load8(mult + g, m);
-      load8(add + g, a);
+      load8(x + 8L * k, v);
+      load8(mult + 8L * g, m);
+      load8(add + 8L * g, a);
       #pragma unroll
       for (int j = 0; j < 8; ++j) v[j] = v[j] * m[j] + a[j];
-      store8(x + i, v);
+      store8(x + 8L * k, v);
     }
     return;
   }
@@ -404,7 +406,6 @@ static __device__ __forceinline__ void copy16_async(__half* dst, const __half* s
   const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
 }
-#define MMA_HEADS_PER_BLOCK 4
 template <int DEPTH>
 struct AttentionStage {
   static constexpr int LD = DEPTH + 8;  // row stride (halves) of Q, K, V: 16-byte rows, conflict-free
@@ -434,11 +435,12 @@ static __device__ __forceinline__ void attention_stage_load(AttentionStage<DEPTH
       copy16_async(st.bias + (i / 8) * LDB + (i % 8) * 8, tile + i * 8);
   }
 }
-// MMA_HEADS_PER_BLOCK heads of one position per block, two shared-memory stages where they fit
-// in 48 KB (depth 16, 32): the copies of the next head run while this one computes.
+// `heads_per_block` heads of one position per block (the host picks 1 for small batches, so
+// that every multiprocessor gets work), two shared-memory stages where they fit in 48 KB
+// (depth 16, 32): the copies of the next head run while this one computes.
 template <int DEPTH>
 static __device__ void attention_mma_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
-                                          __half* __restrict__ ctx, int heads) {
+                                          __half* __restrict__ ctx, int heads, int heads_per_block) {
   constexpr int LD = AttentionStage<DEPTH>::LD, LDB = AttentionStage<DEPTH>::LDB;
   constexpr int OUT_TILES = DEPTH / 8;
   constexpr int STAGES = 2 * sizeof(AttentionStage<DEPTH>) <= 48 * 1024 ? 2 : 1;
@@ -448,8 +450,8 @@ static __device__ void attention_mma_body(const __half* __restrict__ qkv, const 
   const int q0 = (t / 32) * 16;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
-  const int h_first = blockIdx.x * MMA_HEADS_PER_BLOCK;
-  const int h_end = min(heads, h_first + MMA_HEADS_PER_BLOCK);
+  const int h_first = blockIdx.x * heads_per_block;
+  const int h_end = min(heads, h_first + heads_per_block);
   attention_stage_load<DEPTH>(stages[0], qkv, bias, row0, stride, d_model, heads, b, h_first);
   asm volatile("cp.async.commit_group;\n" ::);
   for (int h = h_first; h < h_end; ++h) {
@@ -550,9 +552,9 @@ static __device__ void attention_mma_body(const __half* __restrict__ qkv, const 
   }
 }
 
-KERNEL void attention_mma_d16(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_mma_body<16>(qkv, bias, ctx, heads); }
-KERNEL void attention_mma_d32(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_mma_body<32>(qkv, bias, ctx, heads); }
-KERNEL void attention_mma_d64(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_mma_body<64>(qkv, bias, ctx, heads); }
+KERNEL void attention_mma_d16(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { attention_mma_body<16>(qkv, bias, ctx, heads, heads_per_block); }
+KERNEL void attention_mma_d32(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { attention_mma_body<32>(qkv, bias, ctx, heads, heads_per_block); }
+KERNEL void attention_mma_d64(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { attention_mma_body<64>(qkv, bias, ctx, heads, heads_per_block); }
 #endif
 
 // The attention policy's finish, one block per position: promotion logits from the keys of the

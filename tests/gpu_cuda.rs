@@ -5,7 +5,7 @@
 use half::f16;
 use lc0rs::backend::create_backend;
 use lc0rs::gpu::cuda::CudaDevice;
-use lc0rs::gpu::kernels::{activation_code, attention_kernel, attention_threads};
+use lc0rs::gpu::kernels::{activation_code, attention_kernel};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, KernelArg, Launch};
 use lc0rs::netsource::NetSource;
 use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
@@ -82,71 +82,82 @@ fn check_attention(device: &CudaDevice, tensor_cores: bool) {
         let bias = random_f16(batch * heads * 4096, case as u64 + 100, 3.0);
         let qkv_gpu = upload(device, &qkv);
         let bias_gpu = upload(device, &bias);
-        let ctx = poisoned(device, rows * d_model);
-        device
-            .launch(
-                attention_kernel(depth, tensor_cores).unwrap(),
-                Launch {
-                    grid: lc0rs::gpu::kernels::attention_grid(
-                        attention_kernel(depth, tensor_cores).unwrap(),
-                        heads,
-                        batch,
-                    ),
-                    block: [
-                        attention_threads(attention_kernel(depth, tensor_cores).unwrap()),
-                        1,
-                        1,
-                    ],
-                    shared_bytes: 0,
-                },
-                &[
-                    KernelArg::Ptr(qkv_gpu.ptr()),
-                    KernelArg::Ptr(if with_bias { bias_gpu.ptr() } else { 0 }),
-                    KernelArg::Ptr(ctx.ptr()),
-                    KernelArg::I32(heads as i32),
-                ],
-            )
-            .unwrap();
-        let got = download(device, &ctx, rows * d_model);
-        let mut worst = 0.0f64;
-        for b in 0..batch {
-            for h in 0..heads {
-                for q in 0..64 {
-                    let at = |t: usize, part: usize, j: usize| {
-                        f64::from(qkv[(b * 64 + t) * 3 * d_model + part * d_model + h * depth + j])
-                    };
-                    let logits: Vec<f64> = (0..64)
-                        .map(|k| {
-                            let dot: f64 = (0..depth).map(|j| at(q, 0, j) * at(k, 1, j)).sum();
-                            dot / (depth as f64).sqrt()
-                                + if with_bias {
-                                    f64::from(bias[((b * heads + h) * 64 + q) * 64 + k])
-                                } else {
-                                    0.0
-                                }
-                        })
-                        .collect();
-                    let max = logits.iter().cloned().fold(f64::MIN, f64::max);
-                    let sum: f64 = logits.iter().map(|l| (l - max).exp()).sum();
-                    for j in 0..depth {
-                        let want: f64 = (0..64)
-                            .map(|k| (logits[k] - max).exp() / sum * at(k, 2, j))
-                            .sum();
-                        let g = f64::from(got[(b * 64 + q) * d_model + h * depth + j]);
-                        assert!(
-                            g.is_finite(),
-                            "case {case}: output ({b},{h},{q},{j}) not written"
-                        );
-                        worst = worst.max((g - want).abs());
-                    }
+        // One head per block, and several (tensor-core kernels) where the "GPU" has 1 SM.
+        for multiprocessors in [1_000_000, 1] {
+            check_attention_launch(
+                device,
+                (depth, tensor_cores, multiprocessors),
+                (batch, heads),
+                (&qkv, &bias, with_bias),
+                (&qkv_gpu, &bias_gpu),
+                case,
+            );
+        }
+    }
+}
+
+/// One launch of an attention kernel against the f64 reference.
+fn check_attention_launch(
+    device: &CudaDevice,
+    (depth, tensor_cores, multiprocessors): (usize, bool, usize),
+    (batch, heads): (usize, usize),
+    (qkv, bias, with_bias): (&[f32], &[f32], bool),
+    (qkv_gpu, bias_gpu): (&GpuBuffer, &GpuBuffer),
+    case: usize,
+) {
+    let d_model = heads * depth;
+    let rows = batch * 64;
+    let kernel = attention_kernel(depth, tensor_cores).unwrap();
+    let how = lc0rs::gpu::kernels::attention_launch(kernel, heads, batch, multiprocessors);
+    let ctx = poisoned(device, rows * d_model);
+    let mut args = vec![
+        KernelArg::Ptr(qkv_gpu.ptr()),
+        KernelArg::Ptr(if with_bias { bias_gpu.ptr() } else { 0 }),
+        KernelArg::Ptr(ctx.ptr()),
+        KernelArg::I32(heads as i32),
+    ];
+    args.extend(how.heads_per_block.map(KernelArg::I32));
+    device.launch(kernel, how.launch, &args).unwrap();
+    let got = download(device, &ctx, rows * d_model);
+    let mut worst = 0.0f64;
+    for b in 0..batch {
+        for h in 0..heads {
+            for q in 0..64 {
+                let at = |t: usize, part: usize, j: usize| {
+                    f64::from(qkv[(b * 64 + t) * 3 * d_model + part * d_model + h * depth + j])
+                };
+                let logits: Vec<f64> = (0..64)
+                    .map(|k| {
+                        let dot: f64 = (0..depth).map(|j| at(q, 0, j) * at(k, 1, j)).sum();
+                        dot / (depth as f64).sqrt()
+                            + if with_bias {
+                                f64::from(bias[((b * heads + h) * 64 + q) * 64 + k])
+                            } else {
+                                0.0
+                            }
+                    })
+                    .collect();
+                let max = logits.iter().cloned().fold(f64::MIN, f64::max);
+                let sum: f64 = logits.iter().map(|l| (l - max).exp()).sum();
+                for j in 0..depth {
+                    let want: f64 = (0..64)
+                        .map(|k| (logits[k] - max).exp() / sum * at(k, 2, j))
+                        .sum();
+                    let g = f64::from(got[(b * 64 + q) * d_model + h * depth + j]);
+                    assert!(
+                        g.is_finite(),
+                        "case {case}: output ({b},{h},{q},{j}) not written"
+                    );
+                    worst = worst.max((g - want).abs());
                 }
             }
         }
-        assert!(worst < 4e-3, "case {case}: max abs error {worst}");
-        eprintln!(
-            "attention case {case} (batch {batch}, {heads} heads, depth {depth}): max abs error {worst:.2e}"
-        );
     }
+    assert!(worst < 4e-3, "case {case}: max abs error {worst}");
+    eprintln!(
+        "attention case {case} (batch {batch}, {heads} heads, depth {depth}, {:?} heads per block): max abs error {worst:.2e}",
+        how.heads_per_block
+    );
 }
 
 #[test]
@@ -157,6 +168,8 @@ fn layer_norm_kernel_matches_cpu() {
         (7, 768, Activation::Identity),
         (3, 6144, Activation::Swish),
         (130, 64, Activation::Mish),
+        // Not a multiple of 8: the one-value-at-a-time path.
+        (5, 100, Activation::Relu),
     ]
     .iter()
     .enumerate()
@@ -201,6 +214,7 @@ fn layer_norm_kernel_matches_cpu() {
         let activate = |x: f64| match act {
             Activation::Swish => x / (1.0 + (-x).exp()),
             Activation::Mish => x * (1.0 + x.exp()).ln().tanh(),
+            Activation::Relu => x.max(0.0),
             _ => x,
         };
         let mut worst = 0.0f64;

@@ -10,7 +10,7 @@ use super::weights::{DenseGpu, NetworkGpu, NormGpu};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::{
-    activation_code, attention_grid, attention_kernel, attention_threads, layer_norm_warp_kernel,
+    activation_code, attention_kernel, attention_launch, layer_norm_warp_kernel,
 };
 use crate::gpu::{
     BatchedProduct, DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuResult,
@@ -603,7 +603,8 @@ impl Forward<'_> {
         if let Some((mult, add)) = &net.gating {
             self.device.launch(
                 "input_gating",
-                Launch::elements(rows * s.embedding),
+                // The kernel goes 8 values at a time (a grid-stride loop covers any rest).
+                Launch::elements((rows * s.embedding).div_ceil(8)),
                 &[
                     KernelArg::Ptr(x),
                     KernelArg::Ptr(mult.ptr()),
@@ -700,20 +701,20 @@ impl Forward<'_> {
                 bytes: traffic as u64,
             },
             || {
-                self.device.launch(
+                let how = attention_launch(
                     self.attention,
-                    Launch {
-                        grid: attention_grid(self.attention, s.heads, n),
-                        block: [attention_threads(self.attention), 1, 1],
-                        shared_bytes: 0,
-                    },
-                    &[
-                        KernelArg::Ptr(b.qkv.ptr()),
-                        KernelArg::Ptr(bias),
-                        KernelArg::Ptr(b.ctx.ptr()),
-                        KernelArg::I32(s.heads as i32),
-                    ],
-                )
+                    s.heads,
+                    n,
+                    self.device.info().multiprocessors as usize,
+                );
+                let mut args = vec![
+                    KernelArg::Ptr(b.qkv.ptr()),
+                    KernelArg::Ptr(bias),
+                    KernelArg::Ptr(b.ctx.ptr()),
+                    KernelArg::I32(s.heads as i32),
+                ];
+                args.extend(how.heads_per_block.map(KernelArg::I32));
+                self.device.launch(self.attention, how.launch, &args)
             },
         )?;
         self.op("out proj", l, linear_cost(&layer.out, rows), || {
