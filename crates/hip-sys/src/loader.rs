@@ -180,6 +180,7 @@ impl Hip {
 fn device_fns(lib: &Library, path: &Path) -> Result<DeviceFns, LoadError> {
     Ok(DeviceFns {
         hip_set_device: symbol(lib, path, "hipSetDevice")?,
+        hip_get_device: symbol(lib, path, "hipGetDevice")?,
         hip_device_total_mem: symbol(lib, path, "hipDeviceTotalMem")?,
         hip_mem_get_info: symbol(lib, path, "hipMemGetInfo")?,
         hip_malloc: symbol(lib, path, "hipMalloc")?,

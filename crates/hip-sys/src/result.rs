@@ -145,6 +145,16 @@ pub fn set_device(hip: &Hip, ordinal: usize) -> Result<(), HipError> {
     })
 }
 
+/// The GPU current for this thread.
+pub fn current_device(hip: &Hip) -> Result<usize, HipError> {
+    let mut ordinal: c_int = 0;
+    // SAFETY: writes one int.
+    check(hip, "hipGetDevice", unsafe {
+        (hip.device.hip_get_device)(&mut ordinal)
+    })?;
+    Ok(ordinal.max(0) as usize)
+}
+
 pub fn total_memory(hip: &Hip, ordinal: usize) -> Result<usize, HipError> {
     let mut bytes = 0usize;
     // SAFETY: writes one size_t.

@@ -120,6 +120,7 @@ pub type GraphInstantiate = unsafe extern "C" fn(
 #[derive(Clone, Copy)]
 pub struct DeviceFns {
     pub hip_set_device: unsafe extern "C" fn(c_int) -> HipErrorCode,
+    pub hip_get_device: unsafe extern "C" fn(*mut c_int) -> HipErrorCode,
     pub hip_device_total_mem: unsafe extern "C" fn(*mut usize, c_int) -> HipErrorCode,
     pub hip_mem_get_info: unsafe extern "C" fn(*mut usize, *mut usize) -> HipErrorCode,
     pub hip_malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> HipErrorCode,

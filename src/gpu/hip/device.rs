@@ -119,8 +119,14 @@ impl HipDevice {
         })
     }
 
-    /// Makes this GPU current for the calling thread (HIP's current device is per thread).
+    /// Makes this GPU current for the calling thread (HIP's current device is per thread, and
+    /// the engine's search thread is not the one that opened the device). Every call that enqueues
+    /// work or allocates binds first.
     fn bind(&self) -> GpuResult<()> {
+        // Only when it differs, so that nothing but a query runs while the stream is capturing.
+        if hip::current_device(&self.hip).map_err(hip_error)? == self.ordinal {
+            return Ok(());
+        }
         hip::set_device(&self.hip, self.ordinal).map_err(hip_error)
     }
 
@@ -250,6 +256,7 @@ impl GpuDevice for HipDevice {
     }
 
     fn upload(&self, dst: u64, src: &[u8]) -> GpuResult<()> {
+        self.bind()?;
         let mut staging = self.staging(src.len())?;
         let pinned = &mut staging
             .as_mut()
@@ -273,6 +280,7 @@ impl GpuDevice for HipDevice {
     }
 
     fn download(&self, src: u64, dst: &mut [u8]) -> GpuResult<()> {
+        self.bind()?;
         let mut staging = self.staging(dst.len())?;
         let pinned = &mut staging
             .as_mut()
@@ -296,6 +304,7 @@ impl GpuDevice for HipDevice {
     }
 
     fn fill(&self, dst: u64, bytes: usize, value: u8) -> GpuResult<()> {
+        self.bind()?;
         // SAFETY: dst is a device buffer of at least `bytes` bytes.
         unsafe {
             hip::memset_async(
@@ -310,6 +319,7 @@ impl GpuDevice for HipDevice {
     }
 
     fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
+        self.bind()?;
         let function = *self
             .functions
             .get(kernel)
