@@ -426,9 +426,9 @@ fn selected_heads_match_cpu() {
     }
 }
 
-/// The profiler's kernel-timestamp path (CUPTI; the toolkit's `extras/CUPTI/lib64` must be on
-/// `LD_LIBRARY_PATH`): every operation of the event-timed path is there, in order, and the
-/// operations account for the traced replay.
+/// The profiler's kernel-timestamp path (CUPTI, from the library path or the CUDA toolkit):
+/// every operation of the event-timed path is there, in order, and the operations account for
+/// the traced replay.
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 and CUPTI (run with --ignored on one)"]
 fn traced_profile_accounts_for_the_pass() {
@@ -451,7 +451,9 @@ fn traced_profile_accounts_for_the_pass() {
     let traced = profile_of("profile=true");
     let evented = profile_of("profile=true,graph=false");
     let lc0rs::profile::PassTiming::KernelTrace { busy_ms: busy } = traced.timing else {
-        panic!("no kernel timestamps: is libcupti on LD_LIBRARY_PATH?");
+        panic!(
+            "no kernel timestamps: libcupti was found neither on the library path nor in the toolkit"
+        );
     };
     let names = |p: &lc0rs::profile::PassProfile| -> Vec<(&str, Option<usize>)> {
         p.ops.iter().map(|o| (o.op, o.layer)).collect()

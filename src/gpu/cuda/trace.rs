@@ -106,11 +106,57 @@ fn cupti_error(call: &'static str) -> impl FnOnce(CuptiError) -> GpuError {
     }
 }
 
-/// Whether libcupti can be loaded (it lives in the toolkit's `extras/CUPTI/lib64`; put that on
-/// `LD_LIBRARY_PATH`).
+/// Whether libcupti can be loaded: from the library path, or else from the CUDA toolkit, where
+/// it is not on the default path (see [`preload_from_toolkit`]).
 pub fn available() -> bool {
+    static PRELOADED: OnceLock<()> = OnceLock::new();
     // SAFETY: only tries to load the library.
-    unsafe { sys::is_culib_present() }
+    let present = || unsafe { sys::is_culib_present() };
+    PRELOADED.get_or_init(|| {
+        if !present() {
+            preload_from_toolkit();
+        }
+    });
+    present()
+}
+
+/// The toolkit directories that hold libcupti: `$CUDA_HOME`, `$CUDA_PATH` or `/usr/local/cuda`,
+/// each under `extras/CUPTI/lib64` (classic layout) or `targets/x86_64-linux/lib` (CUDA 13).
+fn toolkit_cupti_files() -> Vec<std::path::PathBuf> {
+    let roots = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(std::path::PathBuf::from)
+        .chain([std::path::PathBuf::from("/usr/local/cuda")]);
+    let mut files: Vec<_> = roots
+        .flat_map(|root| {
+            ["extras/CUPTI/lib64", "targets/x86_64-linux/lib", "lib64"].map(|d| root.join(d))
+        })
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flatten()
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libcupti.so."))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Loads libcupti from the toolkit and keeps it loaded, so that cudarc's load by soname
+/// (`libcupti.so.13`) finds it without `LD_LIBRARY_PATH`.
+fn preload_from_toolkit() {
+    for path in toolkit_cupti_files() {
+        // SAFETY: loading CUPTI runs its initialisers, which are sound to run.
+        if let Ok(library) = unsafe { libloading::Library::new(&path) } {
+            tracing::debug!(path = %path.display(), "loaded CUPTI from the CUDA toolkit");
+            // Kept for the life of the process: cudarc resolves its symbols through it.
+            std::mem::forget(library);
+            return;
+        }
+    }
 }
 
 /// Registers the buffer callbacks once per process.
