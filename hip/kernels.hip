@@ -272,52 +272,60 @@ static __device__ __forceinline__ void load_qkv(const __half* __restrict__ qkv, 
 // place from the fused QKV output ([rows][3·d_model]: q | k | v) into shared memory (fp16, as
 // stored); the smolgen bias ([position][head][64][64], may be null) is added after the
 // 1/sqrt(depth) scale; softmax in fp32; the context goes to ctx ([rows][d_model]).
-// Each thread computes a 4×8 tile of the scores and a 4×(DEPTH/8) tile of the output, so each
-// shared-memory load feeds several FMAs. Portable: no tensor cores, any warp size.
+// Each thread computes 4 queries × 8 keys of the scores (keys kq, kq+8, …: neighbouring threads
+// read neighbouring rows of K, so shared-memory loads do not collide) and 4 × DEPTH/8 of the
+// output, reading fp16 pairs (and fp32 pairs of P), so each load feeds several FMAs. Portable: no
+// tensor cores, any warp size.
 template <int DEPTH>
 static __device__ void attention_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
                                       __half* __restrict__ ctx, int heads) {
   __shared__ __align__(16) __half qs[64][DEPTH + 8];
   __shared__ __align__(16) __half ks[64][DEPTH + 8];
   __shared__ __align__(16) __half vs[64][DEPTH + 8];
-  __shared__ float ss[64][65];
+  __shared__ __align__(16) float ss[64][64 + 4];
   const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
   load_qkv<DEPTH, DEPTH + 8>(qkv, row0, stride, d_model, h, &qs[0][0], &ks[0][0], &vs[0][0]);
   __syncthreads();
-  // Scores: rows q0..q0+3, columns k0..k0+7.
-  const int q0 = (t / 8) * 4, k0 = (t % 8) * 8;
+  // Scores: queries q0..q0+3, keys kq + 8c.
+  const int q0 = (t / 8) * 4, kq = t % 8;
   float acc[4][8];
   #pragma unroll
   for (int i = 0; i < 4; ++i)
     #pragma unroll
     for (int c = 0; c < 8; ++c) acc[i][c] = 0.f;
   #pragma unroll 4
-  for (int j = 0; j < DEPTH; ++j) {
-    float qv[4], kv[8];
+  for (int j = 0; j < DEPTH; j += 2) {
+    float2 qv[4], kv[8];
     #pragma unroll
-    for (int i = 0; i < 4; ++i) qv[i] = __half2float(qs[q0 + i][j]);
+    for (int i = 0; i < 4; ++i) qv[i] = __half22float2(*(const __half2*)&qs[q0 + i][j]);
     #pragma unroll
-    for (int c = 0; c < 8; ++c) kv[c] = __half2float(ks[k0 + c][j]);
+    for (int c = 0; c < 8; ++c) kv[c] = __half22float2(*(const __half2*)&ks[kq + 8 * c][j]);
     #pragma unroll
     for (int i = 0; i < 4; ++i)
       #pragma unroll
-      for (int c = 0; c < 8; ++c) acc[i][c] += qv[i] * kv[c];
+      for (int c = 0; c < 8; ++c) acc[i][c] += qv[i].x * kv[c].x + qv[i].y * kv[c].y;
   }
   const float scale = rsqrtf((float)DEPTH);
-  const __half* bias_tile = bias ? bias + ((long)b * heads + h) * 4096 : 0;
   #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    float bv[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    if (bias_tile) load8(bias_tile + (q0 + i) * 64 + k0, bv);
+  for (int i = 0; i < 4; ++i)
     #pragma unroll
-    for (int c = 0; c < 8; ++c) ss[q0 + i][k0 + c] = acc[i][c] * scale + bv[c];
-  }
+    for (int c = 0; c < 8; ++c) ss[q0 + i][kq + 8 * c] = acc[i][c] * scale;
   __syncthreads();
-  // Softmax: two threads per row (adjacent lanes), 32 columns each.
+  // Bias and softmax: two threads per row (adjacent lanes), 32 columns each.
   {
     const int r = t / 2, c0 = (t % 2) * 32;
+    if (bias) {
+      const __half* src = bias + ((long)b * heads + h) * 4096 + r * 64 + c0;
+      #pragma unroll
+      for (int c = 0; c < 32; c += 8) {
+        float bv[8];
+        load8(src + c, bv);
+        #pragma unroll
+        for (int e = 0; e < 8; ++e) ss[r][c0 + c + e] += bv[e];
+      }
+    }
     float mx = -3.0e38f;
     for (int c = 0; c < 32; ++c) mx = fmaxf(mx, ss[r][c0 + c]);
     mx = fmaxf(mx, SHFL_XOR(mx, 1));
@@ -332,30 +340,39 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
     for (int c = 0; c < 32; ++c) ss[r][c0 + c] *= inv;
   }
   __syncthreads();
-  // Context: rows q0..q0+3, columns j0..j0+DEPTH/8-1.
-  const int cols = DEPTH / 8, j0 = (t % 8) * cols;
-  float out[4][DEPTH / 8];
+  // Context: rows q0..q0+3, columns j0..j0+DEPTH/8-1, two keys per step.
+  constexpr int COLS = DEPTH / 8;
+  const int j0 = kq * COLS;
+  float out[4][COLS];
   #pragma unroll
   for (int i = 0; i < 4; ++i)
     #pragma unroll
-    for (int c = 0; c < cols; ++c) out[i][c] = 0.f;
+    for (int c = 0; c < COLS; ++c) out[i][c] = 0.f;
   #pragma unroll 4
-  for (int k = 0; k < 64; ++k) {
-    float pv[4], vv[DEPTH / 8];
+  for (int k = 0; k < 64; k += 2) {
+    float2 pv[4];
     #pragma unroll
-    for (int i = 0; i < 4; ++i) pv[i] = ss[q0 + i][k];
+    for (int i = 0; i < 4; ++i) pv[i] = *(const float2*)&ss[q0 + i][k];
+    float v0[COLS], v1[COLS];
     #pragma unroll
-    for (int c = 0; c < cols; ++c) vv[c] = __half2float(vs[k][j0 + c]);
+    for (int c = 0; c < COLS; c += 2) {
+      const float2 a = __half22float2(*(const __half2*)&vs[k][j0 + c]);
+      const float2 d = __half22float2(*(const __half2*)&vs[k + 1][j0 + c]);
+      v0[c] = a.x;
+      v0[c + 1] = a.y;
+      v1[c] = d.x;
+      v1[c + 1] = d.y;
+    }
     #pragma unroll
     for (int i = 0; i < 4; ++i)
       #pragma unroll
-      for (int c = 0; c < cols; ++c) out[i][c] += pv[i] * vv[c];
+      for (int c = 0; c < COLS; ++c) out[i][c] += pv[i].x * v0[c] + pv[i].y * v1[c];
   }
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     __half2* dst = (__half2*)(ctx + (row0 + q0 + i) * d_model + h * DEPTH + j0);
     #pragma unroll
-    for (int c = 0; c < cols; c += 2) dst[c / 2] = __floats2half2_rn(out[i][c], out[i][c + 1]);
+    for (int c = 0; c < COLS; c += 2) dst[c / 2] = __floats2half2_rn(out[i][c], out[i][c + 1]);
   }
 }
 
