@@ -101,9 +101,13 @@ impl HipDevice {
             .filter(|d| !d.as_os_str().is_empty())
             .map(Path::to_path_buf);
         let blas = open_rocblas(&hip, dir.as_deref(), version, &stream)?;
-        let lt = match HipblasLt::load(dir.as_deref(), version) {
-            Ok(lib) => Lt::Ready(Box::new(LtCache::new(&hip, &Arc::new(lib), version)?)),
-            Err(e) => Lt::Missing(e.to_string()),
+        // hipBLASLt is optional: a release without it, or a GPU it cannot serve, leaves gemm=blas.
+        let lt = match HipblasLt::load(dir.as_deref(), version)
+            .map_err(|e| e.to_string())
+            .and_then(|lib| LtCache::new(&hip, &Arc::new(lib), version).map_err(|e| e.to_string()))
+        {
+            Ok(cache) => Lt::Ready(Box::new(cache)),
+            Err(why) => Lt::Missing(why),
         };
         Ok(Self {
             blas: Mutex::new(blas),
