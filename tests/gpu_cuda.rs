@@ -55,6 +55,35 @@ fn poisoned(device: &CudaDevice, n: usize) -> GpuBuffer {
     b
 }
 
+fn bundled(name: &str) -> lc0rs::weights::Network {
+    NetSource::parse(Some(name))
+        .unwrap()
+        .load(&LoadOptions::default(), &mut |_, _| {})
+        .unwrap()
+        .0
+}
+
+/// `cuda-fp16` with `options` against the cpu oracle with `oracle_options` on 64 random
+/// positions (games from `seed`), in batches of `batch`; asserts the selftest limits and returns
+/// what the GPU gave.
+fn check_against_cpu(
+    network: &lc0rs::weights::Network,
+    (options, oracle_options): (&str, &str),
+    seed: u64,
+    batch: usize,
+) -> lc0rs::backend::BatchOutput {
+    let oracle = create_backend("cpu", network.clone(), oracle_options).unwrap();
+    let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();
+    let histories = random_histories(64, seed);
+    let encoded = encode_all(&histories, backend.as_ref());
+    let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
+    let got = evaluate_in_batches(backend.as_ref(), &encoded, batch).unwrap();
+    let e = compare(&histories, &encoded, &got, &want, batch);
+    eprintln!("{options}: {e:?}");
+    assert!(e.passed(), "{options}: {e:?}");
+    got
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn attention_kernel_matches_cpu() {
@@ -244,10 +273,7 @@ fn layer_norm_kernel_matches_cpu() {
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn backend_matches_cpu_on_bundled_nets() {
     for net in ["bundled:tiny", "bundled:tiny-dense"] {
-        let (network, _) = NetSource::parse(Some(net))
-            .unwrap()
-            .load(&LoadOptions::default(), &mut |_, _| {})
-            .unwrap();
+        let network = bundled(net);
         let oracle = create_backend("cpu", network.clone(), "").unwrap();
         for options in [
             "gemm=lt",
@@ -363,16 +389,8 @@ fn relu_scalar_variant_matches_cpu() {
     arch.format.moves_left = false;
     arch.gating = false;
     let network = generate(&arch, 21);
-    let oracle = create_backend("cpu", network.clone(), "").unwrap();
     for options in ["gemm=lt", "gemm=blas"] {
-        let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();
-        let histories = random_histories(64, 9);
-        let encoded = encode_all(&histories, backend.as_ref());
-        let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
-        let got = evaluate_in_batches(backend.as_ref(), &encoded, 16).unwrap();
-        let e = compare(&histories, &encoded, &got, &want, 16);
-        eprintln!("relu variant {options}: {e:?}");
-        assert!(e.passed(), "{options}: {e:?}");
+        let got = check_against_cpu(&network, (options, ""), 9, 16);
         assert!(got.m.iter().all(|&m| m == 0.0) && got.d.iter().all(|&d| d == 0.0));
     }
 }
@@ -388,16 +406,8 @@ fn swish_variant_matches_cpu() {
     arch.format.default_activation = Activation::Swish;
     arch.format.ffn_activation = Activation::Swish;
     let network = generate(&arch, 23);
-    let oracle = create_backend("cpu", network.clone(), "").unwrap();
     for options in ["gemm=lt", "gemm=blas", "gemm=lt,graph=false"] {
-        let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();
-        let histories = random_histories(64, 11);
-        let encoded = encode_all(&histories, backend.as_ref());
-        let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
-        let got = evaluate_in_batches(backend.as_ref(), &encoded, 16).unwrap();
-        let e = compare(&histories, &encoded, &got, &want, 16);
-        eprintln!("swish variant {options}: {e:?}");
-        assert!(e.passed(), "{options}: {e:?}");
+        check_against_cpu(&network, (options, ""), 11, 16);
     }
 }
 
@@ -406,23 +416,12 @@ fn swish_variant_matches_cpu() {
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn selected_heads_match_cpu() {
-    let (network, _) = NetSource::parse(Some("bundled:tiny-dense"))
-        .unwrap()
-        .load(&LoadOptions::default(), &mut |_, _| {})
-        .unwrap();
+    let network = bundled("bundled:tiny-dense");
     for heads in [
         "policy_head=soft,value_head=q",
         "policy_head=optimistic,value_head=st,mlh=false",
     ] {
-        let oracle = create_backend("cpu", network.clone(), heads).unwrap();
-        let backend = create_backend("cuda-fp16", network.clone(), heads).unwrap();
-        let histories = random_histories(64, 13);
-        let encoded = encode_all(&histories, backend.as_ref());
-        let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
-        let got = evaluate_in_batches(backend.as_ref(), &encoded, 32).unwrap();
-        let e = compare(&histories, &encoded, &got, &want, 32);
-        eprintln!("{heads}: {e:?}");
-        assert!(e.passed(), "{heads}: {e:?}");
+        check_against_cpu(&network, (heads, heads), 13, 32);
     }
 }
 
@@ -432,10 +431,7 @@ fn selected_heads_match_cpu() {
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 and CUPTI (run with --ignored on one)"]
 fn traced_profile_accounts_for_the_pass() {
-    let (network, _) = NetSource::parse(Some("bundled:tiny"))
-        .unwrap()
-        .load(&LoadOptions::default(), &mut |_, _| {})
-        .unwrap();
+    let network = bundled("bundled:tiny");
     let profile_of = |options: &str| {
         let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();
         let histories = random_histories(64, 3);
