@@ -380,8 +380,9 @@ KERNEL void attention_d16(const __half* qkv, const __half* bias, __half* ctx, in
 KERNEL void attention_d32(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<32>(qkv, bias, ctx, heads); }
 KERNEL void attention_d64(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<64>(qkv, bias, ctx, heads); }
 
-#if defined(GPU_CUDA)
-// The NVIDIA fast path of the attention above: the same inputs and outputs, on tensor cores with
+#if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
+// The NVIDIA fast path of the attention above (mma.sync m16n8k16, ldmatrix and cp.async: sm_80 and
+// newer; older GPUs run the portable kernel): the same inputs and outputs, on tensor cores with
 // the scores kept in registers (as FlashAttention does). One block of 4 warps per (head,
 // position); each warp owns 16 queries: S = Q·Kᵀ with mma.sync m16n8k16 (fp16 in, fp32
 // accumulate) into 8 accumulator tiles, then scale, smolgen bias (prefetched into registers at

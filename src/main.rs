@@ -539,11 +539,11 @@ fn compile_kernels(vendor: &str, arch: &str) -> Result<()> {
     let started = std::time::Instant::now();
     let ptx = lc0rs::gpu::cuda::nvrtc::compile(arch)?;
     let text = ptx.to_src();
-    let names: Vec<&str> = lc0rs::gpu::kernels::KERNEL_NAMES
-        .iter()
-        .chain(&lc0rs::gpu::kernels::CUDA_ONLY_KERNEL_NAMES)
-        .copied()
-        .collect();
+    let number: u32 = arch
+        .strip_prefix("sm_")
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("{arch:?} is not a CUDA architecture such as sm_90"))?;
+    let names = lc0rs::gpu::kernels::cuda_kernel_names(number);
     for name in &names {
         let found = text.contains(&format!(".entry {name}("));
         println!("{name}: {}", if found { "compiled" } else { "MISSING" });

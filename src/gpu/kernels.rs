@@ -32,12 +32,29 @@ pub const KERNEL_NAMES: [&str; 16] = [
     "value_finish",
 ];
 
-/// NVIDIA-only fast paths (tensor cores), compiled under `GPU_CUDA`.
+/// NVIDIA-only fast paths (tensor cores), compiled under `GPU_CUDA` from
+/// [`CUDA_TENSOR_CORE_MIN_ARCH`].
 pub const CUDA_ONLY_KERNEL_NAMES: [&str; 3] = [
     "attention_mma_d16",
     "attention_mma_d32",
     "attention_mma_d64",
 ];
+
+/// The first compute capability (×10) with the instructions of the tensor-core kernels
+/// (`mma.sync` m16n8k16 in fp16 with fp32 accumulation, `ldmatrix`, `cp.async`): sm_80.
+pub const CUDA_TENSOR_CORE_MIN_ARCH: u32 = 80;
+
+/// The kernels a CUDA module for compute capability `arch` (e.g. 75, 90) holds: the shared
+/// ones, plus the tensor-core ones from sm_80 (older GPUs, e.g. a T4, use the portable
+/// attention).
+pub fn cuda_kernel_names(arch: u32) -> Vec<&'static str> {
+    let tensor_cores = arch >= CUDA_TENSOR_CORE_MIN_ARCH;
+    KERNEL_NAMES
+        .iter()
+        .chain(CUDA_ONLY_KERNEL_NAMES.iter().filter(|_| tensor_cores))
+        .copied()
+        .collect()
+}
 
 /// The widest row the warp LayerNorm takes (64 values per lane of a 32-wide warp).
 pub const WARP_NORM_MAX_COLS: usize = 2048;
@@ -186,6 +203,23 @@ mod tests {
             ([24, 1024, 1], None)
         );
         assert_eq!(portable.launch.block, [ATTENTION_THREADS, 1, 1]);
+    }
+
+    #[test]
+    fn tensor_core_kernels_exist_from_sm_80() {
+        let turing = cuda_kernel_names(75);
+        assert_eq!(turing.len(), KERNEL_NAMES.len());
+        assert!(!turing.contains(&"attention_mma_d32"));
+        assert!(cuda_kernel_names(80).contains(&"attention_mma_d32"));
+        assert_eq!(
+            cuda_kernel_names(90).len(),
+            KERNEL_NAMES.len() + CUDA_ONLY_KERNEL_NAMES.len()
+        );
+        // The source compiles them under the same condition.
+        assert!(source().contains(&format!(
+            "#if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= {}0)",
+            CUDA_TENSOR_CORE_MIN_ARCH
+        )));
     }
 
     #[test]

@@ -134,10 +134,9 @@ impl CudaDevice {
             .map_err(call_error("cuDeviceGetAttribute"))?;
         let arch = format!("sm_{major}{minor}");
         let module = nvrtc::compile_module(&ctx, &arch)?;
-        let functions = super::kernels::KERNEL_NAMES
-            .iter()
-            .chain(&super::kernels::CUDA_ONLY_KERNEL_NAMES)
-            .map(|&name| {
+        let functions = super::kernels::cuda_kernel_names(major as u32 * 10 + minor as u32)
+            .into_iter()
+            .map(|name| {
                 let f = module
                     .load_function(name)
                     .map_err(call_error("cuModuleGetFunction"))?;
