@@ -128,10 +128,14 @@ pub fn epilogue_activation(epilogue: Epilogue) -> Activation {
     }
 }
 
-/// Finishes `op` after a GEMM that wrote `X·Wᵀ` (plus the bias where `bias_done`): adds the bias
-/// if still due and applies the epilogue's activation, in one `bias_activation` pass.
-pub fn finish_with_kernel(device: &dyn GpuDevice, op: &Linear, bias_done: bool) -> GpuResult<()> {
-    let bias = if bias_done { None } else { op.bias };
+/// Finishes `op` after a GEMM library did what `fused` says: adds the bias if still due and
+/// applies the epilogue's activation, in one `bias_activation` pass (nothing if all was fused).
+pub fn finish_with_kernel(device: &dyn GpuDevice, op: &Linear, fused: Fused) -> GpuResult<()> {
+    let bias = match fused {
+        Fused::Everything => return Ok(()),
+        Fused::Bias => None,
+        Fused::Nothing => op.bias,
+    };
     let activation = epilogue_activation(op.epilogue);
     if bias.is_none() && activation == Activation::Identity {
         return Ok(());

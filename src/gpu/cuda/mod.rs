@@ -405,11 +405,7 @@ impl GpuDevice for CudaDevice {
                 Fused::Nothing
             }
         };
-        match fused {
-            Fused::Everything => Ok(()),
-            Fused::Bias => gemm::finish_with_kernel(self, op, true),
-            Fused::Nothing => gemm::finish_with_kernel(self, op, false),
-        }
+        gemm::finish_with_kernel(self, op, fused)
     }
 
     fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
