@@ -2,14 +2,15 @@
 //! as ignored, never as passed, on machines without one) and run on a GPU machine with
 //! `cargo test --test gpu_cuda -- --ignored`. Outputs are poisoned before every run.
 
+mod common;
+
+use common::gpu::{bundled, check_against_cpu, check_backend_against_cpu, layer_norm_error};
 use half::f16;
 use lc0rs::backend::create_backend;
 use lc0rs::gpu::cuda::CudaDevice;
 use lc0rs::gpu::kernels::{activation_code, attention_kernel};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, KernelArg, Launch};
-use lc0rs::netsource::NetSource;
-use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
-use lc0rs::weights::LoadOptions;
+use lc0rs::selftest::{encode_all, random_histories};
 use lc0rs::weights::format::Activation;
 
 fn device() -> CudaDevice {
@@ -53,35 +54,6 @@ fn poisoned(device: &CudaDevice, n: usize) -> GpuBuffer {
     let b = device.alloc(n * 2).unwrap();
     device.fill(b.ptr(), n * 2, 0xFF).unwrap(); // f16 NaN everywhere
     b
-}
-
-fn bundled(name: &str) -> lc0rs::weights::Network {
-    NetSource::parse(Some(name))
-        .unwrap()
-        .load(&LoadOptions::default(), &mut |_, _| {})
-        .unwrap()
-        .0
-}
-
-/// `cuda-fp16` with `options` against the cpu oracle with `oracle_options` on 64 random
-/// positions (games from `seed`), in batches of `batch`; asserts the selftest limits and returns
-/// what the GPU gave.
-fn check_against_cpu(
-    network: &lc0rs::weights::Network,
-    (options, oracle_options): (&str, &str),
-    seed: u64,
-    batch: usize,
-) -> lc0rs::backend::BatchOutput {
-    let oracle = create_backend("cpu", network.clone(), oracle_options).unwrap();
-    let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();
-    let histories = random_histories(64, seed);
-    let encoded = encode_all(&histories, backend.as_ref());
-    let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
-    let got = evaluate_in_batches(backend.as_ref(), &encoded, batch).unwrap();
-    let e = compare(&histories, &encoded, &got, &want, batch);
-    eprintln!("{options}: {e:?}");
-    assert!(e.passed(), "{options}: {e:?}");
-    got
 }
 
 #[test]
@@ -246,22 +218,11 @@ fn layer_norm_kernel_matches_cpu() {
             Activation::Relu => x.max(0.0),
             _ => x,
         };
-        let mut worst = 0.0f64;
-        for r in 0..rows {
-            let v: Vec<f64> = (0..cols)
-                .map(|c| {
-                    activate(f64::from(input[r * cols + c] + bias[c])) * f64::from(alpha)
-                        + f64::from(skip[r * cols + c])
-                })
-                .collect();
-            let mean = v.iter().sum::<f64>() / cols as f64;
-            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / cols as f64;
-            for c in 0..cols {
-                let want =
-                    (v[c] - mean) / (var + 1e-6).sqrt() * f64::from(gamma[c]) + f64::from(beta[c]);
-                worst = worst.max((f64::from(got[r * cols + c]) - want).abs());
-            }
-        }
+        let pre = |r: usize, c: usize| {
+            activate(f64::from(input[r * cols + c] + bias[c])) * f64::from(alpha)
+                + f64::from(skip[r * cols + c])
+        };
+        let worst = layer_norm_error((rows, cols), pre, &gamma, &beta, &got);
         assert!(worst < 1e-2, "case {case}: max abs error {worst}");
         eprintln!("layer_norm case {case} ({rows}x{cols}): max abs error {worst:.2e}");
     }
@@ -273,29 +234,18 @@ fn layer_norm_kernel_matches_cpu() {
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn backend_matches_cpu_on_bundled_nets() {
     for net in ["bundled:tiny", "bundled:tiny-dense"] {
-        let network = bundled(net);
-        let oracle = create_backend("cpu", network.clone(), "").unwrap();
-        for options in [
-            "gemm=lt",
-            "gemm=blas",
-            "gemm=lt,graph=false",
-            "gemm=lt,attention=portable",
-            "gemm=blas,max_batch=64",
-        ] {
-            let backend = create_backend("cuda-fp16", network.clone(), options).unwrap();
-            let histories = random_histories(100, 5);
-            let encoded = encode_all(&histories, backend.as_ref());
-            let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
-            for batch in [1, 7, 64] {
-                // Twice per size: the eager first pass, then the captured graph.
-                for run in 0..2 {
-                    let got = evaluate_in_batches(backend.as_ref(), &encoded, batch).unwrap();
-                    let e = compare(&histories, &encoded, &got, &want, batch);
-                    eprintln!("{net} {options} batch {batch} run {run}: {e:?}");
-                    assert!(e.passed(), "{net} {options} batch {batch} run {run}: {e:?}");
-                }
-            }
-        }
+        check_backend_against_cpu(
+            "cuda-fp16",
+            net,
+            &bundled(net),
+            &[
+                "gemm=lt",
+                "gemm=blas",
+                "gemm=lt,graph=false",
+                "gemm=lt,attention=portable",
+                "gemm=blas,max_batch=64",
+            ],
+        );
     }
 }
 
@@ -350,26 +300,15 @@ fn warp_layer_norm_kernel_matches_cpu() {
             )
             .unwrap();
         let got = download(&device, &out, rows * cols);
-        let mut worst = 0.0f64;
-        for r in 0..rows {
-            let v: Vec<f64> = (0..cols)
-                .map(|c| {
-                    f64::from(input[r * cols + c] + bias[c]) * f64::from(alpha)
-                        + if with_skip {
-                            f64::from(skip[r * cols + c])
-                        } else {
-                            0.0
-                        }
-                })
-                .collect();
-            let mean = v.iter().sum::<f64>() / cols as f64;
-            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / cols as f64;
-            for c in 0..cols {
-                let want =
-                    (v[c] - mean) / (var + 1e-6).sqrt() * f64::from(gamma[c]) + f64::from(beta[c]);
-                worst = worst.max((f64::from(got[r * cols + c]) - want).abs());
-            }
-        }
+        let pre = |r: usize, c: usize| {
+            f64::from(input[r * cols + c] + bias[c]) * f64::from(alpha)
+                + if with_skip {
+                    f64::from(skip[r * cols + c])
+                } else {
+                    0.0
+                }
+        };
+        let worst = layer_norm_error((rows, cols), pre, &gamma, &beta, &got);
         assert!(worst < 1e-2, "case {case}: max abs error {worst}");
         eprintln!("layer_norm_warp case {case} ({rows}x{cols}): max abs error {worst:.2e}");
     }
@@ -390,7 +329,7 @@ fn relu_scalar_variant_matches_cpu() {
     arch.gating = false;
     let network = generate(&arch, 21);
     for options in ["gemm=lt", "gemm=blas"] {
-        let got = check_against_cpu(&network, (options, ""), 9, 16);
+        let got = check_against_cpu("cuda-fp16", &network, (options, ""), 9, 16);
         assert!(got.m.iter().all(|&m| m == 0.0) && got.d.iter().all(|&d| d == 0.0));
     }
 }
@@ -407,7 +346,7 @@ fn swish_variant_matches_cpu() {
     arch.format.ffn_activation = Activation::Swish;
     let network = generate(&arch, 23);
     for options in ["gemm=lt", "gemm=blas", "gemm=lt,graph=false"] {
-        check_against_cpu(&network, (options, ""), 11, 16);
+        check_against_cpu("cuda-fp16", &network, (options, ""), 11, 16);
     }
 }
 
@@ -421,7 +360,7 @@ fn selected_heads_match_cpu() {
         "policy_head=soft,value_head=q",
         "policy_head=optimistic,value_head=st,mlh=false",
     ] {
-        check_against_cpu(&network, (heads, heads), 13, 32);
+        check_against_cpu("cuda-fp16", &network, (heads, heads), 13, 32);
     }
 }
 

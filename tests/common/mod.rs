@@ -1,5 +1,7 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests (each test binary uses a part of them).
 #![allow(dead_code)]
+
+pub mod gpu;
 
 use lc0rs::weights::network::{Dense, LayerNorm, Network};
 

@@ -1,0 +1,89 @@
+//! Helpers the GPU test files share: a GPU backend against the cpu oracle, and the f64
+//! LayerNorm the kernel tests compare with.
+
+use lc0rs::backend::{BatchOutput, create_backend};
+use lc0rs::netsource::NetSource;
+use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
+use lc0rs::weights::{LoadOptions, Network};
+
+pub fn bundled(name: &str) -> Network {
+    NetSource::parse(Some(name))
+        .unwrap()
+        .load(&LoadOptions::default(), &mut |_, _| {})
+        .unwrap()
+        .0
+}
+
+/// `backend` with each of `option_sets` against the cpu oracle on 100 random positions, at
+/// batch sizes 1, 7 and 64, each twice (the eager first pass, then the captured graph).
+pub fn check_backend_against_cpu(
+    backend: &str,
+    label: &str,
+    network: &Network,
+    option_sets: &[&str],
+) {
+    let oracle = create_backend("cpu", network.clone(), "").unwrap();
+    for options in option_sets {
+        let gpu = create_backend(backend, network.clone(), options)
+            .unwrap_or_else(|e| panic!("{backend} with {options:?}: {e}"));
+        let histories = random_histories(100, 5);
+        let encoded = encode_all(&histories, gpu.as_ref());
+        let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
+        for batch in [1, 7, 64] {
+            for run in 0..2 {
+                let got = evaluate_in_batches(gpu.as_ref(), &encoded, batch).unwrap();
+                let e = compare(&histories, &encoded, &got, &want, batch);
+                eprintln!("{label} {options} batch {batch} run {run}: {e:?}");
+                assert!(
+                    e.passed(),
+                    "{label} {options} batch {batch} run {run}: {e:?}"
+                );
+            }
+        }
+    }
+}
+
+/// `backend` with `options` against the cpu oracle with `oracle_options` on 64 random positions
+/// (games from `seed`), in batches of `batch`; asserts the selftest limits and returns what the
+/// GPU gave.
+pub fn check_against_cpu(
+    backend: &str,
+    network: &Network,
+    (options, oracle_options): (&str, &str),
+    seed: u64,
+    batch: usize,
+) -> BatchOutput {
+    let oracle = create_backend("cpu", network.clone(), oracle_options).unwrap();
+    let gpu = create_backend(backend, network.clone(), options).unwrap();
+    let histories = random_histories(64, seed);
+    let encoded = encode_all(&histories, gpu.as_ref());
+    let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
+    let got = evaluate_in_batches(gpu.as_ref(), &encoded, batch).unwrap();
+    let e = compare(&histories, &encoded, &got, &want, batch);
+    eprintln!("{options}: {e:?}");
+    assert!(e.passed(), "{options}: {e:?}");
+    got
+}
+
+/// The largest difference between `got` (`rows × cols`) and LayerNorm in f64 (biased variance,
+/// eps 1e-6) of the rows `pre(r, c)`, scaled by `gamma` and shifted by `beta`.
+pub fn layer_norm_error(
+    (rows, cols): (usize, usize),
+    pre: impl Fn(usize, usize) -> f64,
+    gamma: &[f32],
+    beta: &[f32],
+    got: &[f32],
+) -> f64 {
+    let mut worst = 0.0f64;
+    for r in 0..rows {
+        let v: Vec<f64> = (0..cols).map(|c| pre(r, c)).collect();
+        let mean = v.iter().sum::<f64>() / cols as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / cols as f64;
+        for c in 0..cols {
+            let want =
+                (v[c] - mean) / (var + 1e-6).sqrt() * f64::from(gamma[c]) + f64::from(beta[c]);
+            worst = worst.max((f64::from(got[r * cols + c]) - want).abs());
+        }
+    }
+    worst
+}
