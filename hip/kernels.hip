@@ -184,9 +184,10 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
 // out = LN((in + bias)·alpha + skip) for rows of a multiple of 8 values, at most
 // 8·CHUNKS·WARP_SIZE: one warp per row, the row in registers (CHUNKS loads of 8 halves per lane),
 // shuffles for the sums, no block barriers; blockDim.x / WARP_SIZE rows per block. CHUNKS is a
-// template argument so that a 768-wide row holds 24 registers per lane, not 64 (occupancy). No
-// activation: rows that need one take layer_norm.
-template <int CHUNKS>
+// template argument so that a 768-wide row holds 24 registers per lane, not 64 (occupancy); so
+// is the activation ACT (identity or swish, smolgen's), so that no per-value switch keeps the row
+// out of registers. Rows with other activations take layer_norm.
+template <int CHUNKS, int ACT>
 static __device__ void layer_norm_warp_body(__half* out, const __half* in, const __half* __restrict__ bias,
                                             float alpha, const __half* skip, const __half* __restrict__ gamma,
                                             const __half* __restrict__ beta, float eps, int rows, int cols) {
@@ -209,7 +210,7 @@ static __device__ void layer_norm_warp_body(__half* out, const __half* in, const
         for (int j = 0; j < 8; ++j) v[i][j] += extra[j];
       }
       #pragma unroll
-      for (int j = 0; j < 8; ++j) v[i][j] *= alpha;
+      for (int j = 0; j < 8; ++j) v[i][j] = activate(v[i][j], ACT) * alpha;
       if (skip) {
         load8(skip + base + c, extra);
         #pragma unroll
@@ -243,12 +244,18 @@ static __device__ void layer_norm_warp_body(__half* out, const __half* in, const
   }
 }
 
-KERNEL void layer_norm_warp_c1(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c2(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c3(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c4(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c6(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c8(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c1(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c2(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c3(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c4(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c6(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c8(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c1(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c2(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c3(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c4(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c6(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c8(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
 
 // Threads per block of the attention kernels (the Rust side's ATTENTION_THREADS).
 #define ATTENTION_THREADS 128
@@ -575,39 +582,42 @@ KERNEL void attention_mma_d32(const __half* qkv, const __half* bias, __half* ctx
 KERNEL void attention_mma_d64(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { attention_mma_body<64>(qkv, bias, ctx, heads, heads_per_block); }
 #endif
 
-// The attention policy's finish, one block per position: promotion logits from the keys of the
-// rank-8 squares and `ppo` ([4][dp], row 3 the knight/base offset), then the 4288 raw values
-// mapped to the 1858 outputs (fp32). logits: [batch][64][64] (already scaled); keys: row
-// stride key_stride.
+// The attention policy's finish: the 4288 raw values of position blockIdx.x mapped to the
+// 1858 outputs (fp32), blockDim.x raw values per block along y, so that a small batch still
+// spreads over many blocks. The blocks that hold promotions (raw index >= 4096) first compute
+// the promotion offsets from the keys of the rank-8 squares and `ppo` ([4][dp], row 3 the
+// knight/base offset). logits: [batch][64][64] (already scaled); keys: row stride key_stride.
 KERNEL void policy_finish(const __half* __restrict__ logits, const __half* __restrict__ keys, int key_stride,
                           const __half* __restrict__ ppo, int dp, const i16* __restrict__ map,
                           float* __restrict__ out) {
   __shared__ float offsets[4][8];
-  const int b = blockIdx.x;
-  const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
-  const int warps = blockDim.x / WARP_SIZE;
-  for (int pair = warp; pair < 32; pair += warps) {
-    const int c = pair / 8, t = pair % 8;
-    const __half* key = keys + ((long)b * 64 + 56 + t) * key_stride;
-    float s = 0.f;
-    for (int j = lane; j < dp; j += WARP_SIZE) s += __half2float(key[j]) * __half2float(ppo[c * dp + j]);
-    s = warp_sum(s);
-    if (lane == 0) offsets[c][t] = s;
-  }
-  __syncthreads();
-  const __half* lg = logits + (long)b * 4096;
-  for (int i = threadIdx.x; i < 4288; i += blockDim.x) {
-    const int index = map[i];
-    if (index < 0) continue;
-    float v;
-    if (i < 4096) {
-      v = __half2float(lg[i]);
-    } else {
-      const int r = i - 4096, f = r / 24, t = (r % 24) / 3, c = r % 3;
-      v = __half2float(lg[(48 + f) * 64 + 56 + t]) + offsets[c][t] + offsets[3][t];
+  const long b = blockIdx.x;
+  const int i = blockIdx.y * blockDim.x + threadIdx.x;
+  if ((blockIdx.y + 1) * blockDim.x > 4096) {
+    const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
+    const int warps = blockDim.x / WARP_SIZE;
+    for (int pair = warp; pair < 32; pair += warps) {
+      const int c = pair / 8, t = pair % 8;
+      const __half* key = keys + (b * 64 + 56 + t) * key_stride;
+      float s = 0.f;
+      for (int j = lane; j < dp; j += WARP_SIZE) s += __half2float(key[j]) * __half2float(ppo[c * dp + j]);
+      s = warp_sum(s);
+      if (lane == 0) offsets[c][t] = s;
     }
-    out[(long)b * 1858 + index] = v;
+    __syncthreads();
   }
+  if (i >= 4288) return;
+  const int index = map[i];
+  if (index < 0) return;
+  const __half* lg = logits + b * 4096;
+  float v;
+  if (i < 4096) {
+    v = __half2float(lg[i]);
+  } else {
+    const int r = i - 4096, f = r / 24, t = (r % 24) / 3, c = r % 3;
+    v = __half2float(lg[(48 + f) * 64 + 56 + t]) + offsets[c][t] + offsets[3][t];
+  }
+  out[b * 1858 + index] = v;
 }
 
 // Value and moves-left finish: out[b] = (Q, D, M). WDL: softmax of 3 logits, Q = W − L;

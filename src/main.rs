@@ -117,8 +117,9 @@ enum Command {
         /// Print the CSV header only once.
         #[arg(long)]
         header_only_once: bool,
-        /// Time every GPU operation with device events and print where the time goes, by
-        /// operation and by layer (to stderr). Profiled passes run without graphs.
+        /// Time every operation and print where the time goes, by operation, layer and kernel
+        /// (to stderr): on NVIDIA from CUPTI kernel timestamps of graph replays, else with
+        /// device events around each operation (cpu: the host clock).
         #[arg(long)]
         profile: bool,
         /// Write a Chrome/Perfetto trace of the profiled passes (implies profiling).

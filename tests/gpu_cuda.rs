@@ -253,11 +253,15 @@ fn backend_matches_cpu_on_bundled_nets() {
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn warp_layer_norm_kernel_matches_cpu() {
     let device = device();
-    for (case, &(rows, cols, with_skip)) in [
-        (130usize, 768usize, true),
-        (9, 64, false),
-        (33, 2048, true),
-        (17, 1024, false),
+    let (id, swish) = (Activation::Identity, Activation::Swish);
+    for (case, &(rows, cols, with_skip, act)) in [
+        (130usize, 768usize, true, id),
+        (9, 64, false, id),
+        (33, 2048, true, id),
+        (17, 1024, false, id),
+        // Smolgen's dense1 rows (bias, swish, no residual), and swish with a residual.
+        (64, 256, false, swish),
+        (70, 768, true, swish),
     ]
     .iter()
     .enumerate()
@@ -279,7 +283,7 @@ fn warp_layer_norm_kernel_matches_cpu() {
         let rows_per_block = 256 / 32;
         device
             .launch(
-                lc0rs::gpu::kernels::layer_norm_warp_kernel(cols, 32).unwrap(),
+                lc0rs::gpu::kernels::layer_norm_warp_kernel(cols, 32, act).unwrap(),
                 Launch {
                     grid: [rows.div_ceil(rows_per_block) as u32, 1, 1],
                     block: [256, 1, 1],
@@ -301,7 +305,13 @@ fn warp_layer_norm_kernel_matches_cpu() {
             .unwrap();
         let got = download(&device, &out, rows * cols);
         let pre = |r: usize, c: usize| {
-            f64::from(input[r * cols + c] + bias[c]) * f64::from(alpha)
+            let v = f64::from(input[r * cols + c] + bias[c]);
+            let v = if act == swish {
+                v / (1.0 + (-v).exp())
+            } else {
+                v
+            };
+            v * f64::from(alpha)
                 + if with_skip {
                     f64::from(skip[r * cols + c])
                 } else {
@@ -310,7 +320,9 @@ fn warp_layer_norm_kernel_matches_cpu() {
         };
         let worst = layer_norm_error((rows, cols), pre, &gamma, &beta, &got);
         assert!(worst < 1e-2, "case {case}: max abs error {worst}");
-        eprintln!("layer_norm_warp case {case} ({rows}x{cols}): max abs error {worst:.2e}");
+        eprintln!(
+            "layer_norm_warp case {case} ({rows}x{cols}, {act:?}): max abs error {worst:.2e}"
+        );
     }
 }
 

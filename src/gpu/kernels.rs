@@ -13,7 +13,7 @@ pub fn source() -> String {
 }
 
 /// The kernel entry points every vendor compiles from `hip/kernels.hip`.
-pub const KERNEL_NAMES: [&str; 16] = [
+pub const KERNEL_NAMES: [&str; 22] = [
     "expand_tokens",
     "pe_dense_input",
     "bias_activation",
@@ -25,6 +25,12 @@ pub const KERNEL_NAMES: [&str; 16] = [
     "layer_norm_warp_c4",
     "layer_norm_warp_c6",
     "layer_norm_warp_c8",
+    "layer_norm_warp_swish_c1",
+    "layer_norm_warp_swish_c2",
+    "layer_norm_warp_swish_c3",
+    "layer_norm_warp_swish_c4",
+    "layer_norm_warp_swish_c6",
+    "layer_norm_warp_swish_c8",
     "attention_d16",
     "attention_d32",
     "attention_d64",
@@ -60,16 +66,40 @@ pub fn cuda_kernel_names(arch: u32) -> Vec<&'static str> {
 pub const WARP_NORM_MAX_COLS: usize = 2048;
 
 /// The warp LayerNorm kernel for rows of `cols` values (a multiple of 8, at most 8 chunks of 8
-/// per lane): the one whose register array just holds a row.
-pub fn layer_norm_warp_kernel(cols: usize, warp_size: usize) -> Option<&'static str> {
+/// per lane) with activation `act` before the residual (identity, or swish as smolgen's): the
+/// one whose register array just holds a row. `None` where only the block kernel fits.
+pub fn layer_norm_warp_kernel(
+    cols: usize,
+    warp_size: usize,
+    act: Activation,
+) -> Option<&'static str> {
     let chunks = cols.div_ceil(8 * warp_size);
+    let names = match act {
+        Activation::Identity => [
+            "layer_norm_warp_c1",
+            "layer_norm_warp_c2",
+            "layer_norm_warp_c3",
+            "layer_norm_warp_c4",
+            "layer_norm_warp_c6",
+            "layer_norm_warp_c8",
+        ],
+        Activation::Swish => [
+            "layer_norm_warp_swish_c1",
+            "layer_norm_warp_swish_c2",
+            "layer_norm_warp_swish_c3",
+            "layer_norm_warp_swish_c4",
+            "layer_norm_warp_swish_c6",
+            "layer_norm_warp_swish_c8",
+        ],
+        _ => return None,
+    };
     Some(match chunks {
-        0 | 1 => "layer_norm_warp_c1",
-        2 => "layer_norm_warp_c2",
-        3 => "layer_norm_warp_c3",
-        4 => "layer_norm_warp_c4",
-        5 | 6 => "layer_norm_warp_c6",
-        7 | 8 => "layer_norm_warp_c8",
+        0 | 1 => names[0],
+        2 => names[1],
+        3 => names[2],
+        4 => names[3],
+        5 | 6 => names[4],
+        7 | 8 => names[5],
         _ => return None,
     })
 }
@@ -224,18 +254,47 @@ mod tests {
 
     #[test]
     fn warp_layer_norm_kernels_hold_a_row() {
+        let id = Activation::Identity;
         // T82's 768-wide rows: 3 chunks of 8 per lane on 32-wide warps, 2 on 64-wide waves.
-        assert_eq!(layer_norm_warp_kernel(768, 32), Some("layer_norm_warp_c3"));
-        assert_eq!(layer_norm_warp_kernel(768, 64), Some("layer_norm_warp_c2"));
-        assert_eq!(layer_norm_warp_kernel(1024, 32), Some("layer_norm_warp_c4"));
-        assert_eq!(layer_norm_warp_kernel(64, 32), Some("layer_norm_warp_c1"));
-        assert_eq!(layer_norm_warp_kernel(1280, 32), Some("layer_norm_warp_c6"));
-        assert_eq!(layer_norm_warp_kernel(2048, 32), Some("layer_norm_warp_c8"));
-        assert_eq!(layer_norm_warp_kernel(2056, 32), None);
+        assert_eq!(
+            layer_norm_warp_kernel(768, 32, id),
+            Some("layer_norm_warp_c3")
+        );
+        assert_eq!(
+            layer_norm_warp_kernel(768, 64, id),
+            Some("layer_norm_warp_c2")
+        );
+        assert_eq!(
+            layer_norm_warp_kernel(1024, 32, id),
+            Some("layer_norm_warp_c4")
+        );
+        assert_eq!(
+            layer_norm_warp_kernel(64, 32, id),
+            Some("layer_norm_warp_c1")
+        );
+        assert_eq!(
+            layer_norm_warp_kernel(1280, 32, id),
+            Some("layer_norm_warp_c6")
+        );
+        assert_eq!(
+            layer_norm_warp_kernel(2048, 32, id),
+            Some("layer_norm_warp_c8")
+        );
+        assert_eq!(layer_norm_warp_kernel(2056, 32, id), None);
+        // Smolgen's 256-wide swish rows; other activations take the block kernel.
+        assert_eq!(
+            layer_norm_warp_kernel(256, 32, Activation::Swish),
+            Some("layer_norm_warp_swish_c1")
+        );
+        assert_eq!(layer_norm_warp_kernel(256, 32, Activation::Mish), None);
         let src = source();
-        for cols in (8..=WARP_NORM_MAX_COLS).step_by(8) {
-            let name = layer_norm_warp_kernel(cols, 32).unwrap();
-            assert!(KERNEL_NAMES.contains(&name) && src.contains(&format!("KERNEL void {name}(")));
+        for act in [id, Activation::Swish] {
+            for cols in (8..=WARP_NORM_MAX_COLS).step_by(8) {
+                let name = layer_norm_warp_kernel(cols, 32, act).unwrap();
+                assert!(
+                    KERNEL_NAMES.contains(&name) && src.contains(&format!("KERNEL void {name}("))
+                );
+            }
         }
     }
 

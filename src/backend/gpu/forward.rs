@@ -22,8 +22,13 @@ use crate::weights::network::Network;
 const SQUARES: usize = 64;
 const PLANES: usize = 112;
 const HALF: usize = size_of::<f16>();
+/// Bytes of one input plane on the device: its u64 mask and its f32 value.
+const INPUT_PLANE_BYTES: usize = size_of::<u64>() + size_of::<f32>();
 /// Threads per block of the row kernels (layer norm, policy finish).
 const ROW_THREADS: u32 = 256;
+/// Raw attention-policy values per position (64·64 moves plus 8·24 promotion entries) that
+/// `policy_finish` maps to the 1858 outputs.
+const POLICY_RAW: u32 = 4288;
 /// Threads of the block-per-row LayerNorm for rows wider than this (smolgen's 6144-wide rows).
 const WIDE_ROW: usize = 2048;
 
@@ -116,8 +121,9 @@ impl Shapes {
 
 /// Activation buffers for up to `max_batch` positions.
 pub struct Buffers {
-    pub masks: GpuBuffer,
-    pub values: GpuBuffer,
+    /// A batch's input planes, uploaded in one copy: the n·112 masks (u64), then the n·112
+    /// values (f32) right after them (see [`Buffers::inputs`]).
+    inputs: GpuBuffer,
     pe_dense_in: Option<GpuBuffer>,
     pe_dense_out: Option<GpuBuffer>,
     tokens: GpuBuffer,
@@ -145,8 +151,7 @@ impl Buffers {
         let head_width = s.value.0.max(s.mlh.map_or(0, |m| m.0));
         let head_hidden = s.value.1.max(s.mlh.map_or(0, |m| m.1));
         Ok(Self {
-            masks: device.alloc(max_batch * PLANES * size_of::<u64>())?,
-            values: device.alloc(max_batch * PLANES * size_of::<f32>())?,
+            inputs: device.alloc(max_batch * PLANES * INPUT_PLANE_BYTES)?,
             pe_dense_in: (s.dense_size > 0)
                 .then(|| half(max_batch * SQUARES * 12))
                 .transpose()?,
@@ -182,12 +187,17 @@ impl Buffers {
         })
     }
 
+    /// Where the masks and the values of an `n`-position batch lie in `inputs`.
+    fn inputs(&self, n: usize) -> (DevicePtr, DevicePtr) {
+        let masks = self.inputs.ptr();
+        (masks, masks + (n * PLANES * size_of::<u64>()) as DevicePtr)
+    }
+
     /// Device memory held by these buffers.
     pub fn bytes(&self) -> usize {
         let optional = |b: &Option<GpuBuffer>| b.as_ref().map_or(0, GpuBuffer::bytes);
         [
-            &self.masks,
-            &self.values,
+            &self.inputs,
             &self.tokens,
             &self.x,
             &self.qkv,
@@ -222,17 +232,16 @@ pub fn upload_inputs(
     buffers: &Buffers,
     batch: &[InputPlanes],
 ) -> GpuResult<()> {
-    // Native little-endian u64/f32, as the kernels read them.
-    let masks: Vec<u64> = batch
-        .iter()
-        .flat_map(|p| p.iter().map(|plane| plane.mask))
-        .collect();
-    let values: Vec<f32> = batch
-        .iter()
-        .flat_map(|p| p.iter().map(|plane| plane.value))
-        .collect();
-    device.upload(buffers.masks.ptr(), bytemuck::cast_slice(&masks))?;
-    device.upload(buffers.values.ptr(), bytemuck::cast_slice(&values))
+    // Native little-endian u64 masks, then f32 values, as the kernels read them: one copy.
+    let planes = batch.len() * PLANES;
+    let mut bytes = Vec::with_capacity(planes * INPUT_PLANE_BYTES);
+    for plane in batch.iter().flatten() {
+        bytes.extend_from_slice(&plane.mask.to_le_bytes());
+    }
+    for plane in batch.iter().flatten() {
+        bytes.extend_from_slice(&plane.value.to_le_bytes());
+    }
+    device.upload(buffers.inputs.ptr(), &bytes)
 }
 
 /// An operation of a profiled pass between two marks.
@@ -457,11 +466,9 @@ impl Forward<'_> {
             KernelArg::Ptr(bias.unwrap_or(0)),
             KernelArg::Ptr(skip.unwrap_or(0)),
         );
-        let warp_kernel = layer_norm_warp_kernel(cols, self.device.info().warp_size as usize);
-        if let (Activation::Identity, Some(kernel), true) =
-            (act, warp_kernel, cols.is_multiple_of(8))
-        {
-            // One warp per row, no activation.
+        let warp_kernel = layer_norm_warp_kernel(cols, self.device.info().warp_size as usize, act);
+        if let (Some(kernel), true) = (warp_kernel, cols.is_multiple_of(8)) {
+            // One warp per row.
             let rows_per_block = (ROW_THREADS / self.device.info().warp_size) as usize;
             let launch = Launch {
                 grid: [rows.div_ceil(rows_per_block) as u32, 1, 1],
@@ -546,10 +553,8 @@ impl Forward<'_> {
     pub fn embed(&self, n: usize) -> GpuResult<()> {
         let (b, s, net) = (self.buffers, self.shapes, self.net);
         let rows = n * SQUARES;
-        let inputs = [
-            KernelArg::Ptr(b.masks.ptr()),
-            KernelArg::Ptr(b.values.ptr()),
-        ];
+        let (masks, values) = b.inputs(n);
+        let inputs = [KernelArg::Ptr(masks), KernelArg::Ptr(values)];
         let (extra, extra_width, extra_stride) =
             match (&net.pe_dense, &b.pe_dense_in, &b.pe_dense_out) {
                 (Some(pd), Some(pre_in), Some(pre_out)) => {
@@ -787,7 +792,7 @@ impl Forward<'_> {
         self.device.launch(
             "policy_finish",
             Launch {
-                grid: [n as u32, 1, 1],
+                grid: [n as u32, POLICY_RAW.div_ceil(ROW_THREADS), 1],
                 block: [ROW_THREADS, 1, 1],
                 shared_bytes: 0,
             },

@@ -29,7 +29,7 @@ pub struct GpuOptions {
     /// The GEMM path asked for; `None`: the Lt library where the device has it, else BLAS.
     pub gemm: Option<GemmPath>,
     pub graph: bool,
-    /// Time every operation with device events (runs without graphs).
+    /// Time every operation (kernel timestamps where the device can trace, else events).
     pub profile: bool,
     /// Use the vendor's tensor-core attention where it exists (`attention=mma`, the default)
     /// or the portable kernel (`attention=portable`).
@@ -451,6 +451,9 @@ impl GpuBackend {
     }
 
     fn outputs(&self, state: &State, n: usize) -> GpuResult<BatchOutput> {
+        // The wait has its own span, so that `copy outputs` times only the host-side copies.
+        tracing::trace_span!("wait for the pass", batch = n)
+            .in_scope(|| self.device.synchronize())?;
         let _span = tracing::trace_span!("copy outputs", batch = n).entered();
         // Straight into the f32 outputs (the device writes little-endian f32, as the host).
         let mut policy = vec![0f32; n * POLICY_SIZE];
