@@ -206,10 +206,33 @@ pub trait GpuDevice: Send + Sync {
     fn info(&self) -> &DeviceInfo;
     /// Allocates `bytes` (uninitialised).
     fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer>;
+    /// Copies `bytes` host bytes to `dst` (stream-ordered), written by `fill` straight into
+    /// the (pinned) staging memory the copy reads from, so that large inputs are not first
+    /// built elsewhere and copied.
+    fn upload_with(
+        &self,
+        dst: DevicePtr,
+        bytes: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> GpuResult<()>;
+    /// Copies `bytes` device bytes from `src` to the host, waiting for the stream, and hands
+    /// them to `read` where they landed (pinned staging memory), so that large results are
+    /// copied once, into their final place.
+    fn download_with(
+        &self,
+        src: DevicePtr,
+        bytes: usize,
+        read: &mut dyn FnMut(&[u8]),
+    ) -> GpuResult<()>;
     /// Copies host bytes to `dst` (stream-ordered; `src` is not needed after the call).
-    fn upload(&self, dst: DevicePtr, src: &[u8]) -> GpuResult<()>;
+    fn upload(&self, dst: DevicePtr, src: &[u8]) -> GpuResult<()> {
+        self.upload_with(dst, src.len(), &mut |staged| staged.copy_from_slice(src))
+    }
     /// Copies device bytes to the host, waiting for the stream.
-    fn download(&self, src: DevicePtr, dst: &mut [u8]) -> GpuResult<()>;
+    fn download(&self, src: DevicePtr, dst: &mut [u8]) -> GpuResult<()> {
+        let bytes = dst.len();
+        self.download_with(src, bytes, &mut |landed| dst.copy_from_slice(landed))
+    }
     /// Fills `bytes` at `dst` with the byte `value`.
     fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()>;
     fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()>;

@@ -232,16 +232,23 @@ pub fn upload_inputs(
     buffers: &Buffers,
     batch: &[InputPlanes],
 ) -> GpuResult<()> {
-    // Native little-endian u64 masks, then f32 values, as the kernels read them: one copy.
+    // Little-endian u64 masks, then f32 values, as the kernels read them: one copy, written
+    // straight into the staging memory.
     let planes = batch.len() * PLANES;
-    let mut bytes = Vec::with_capacity(planes * INPUT_PLANE_BYTES);
-    for plane in batch.iter().flatten() {
-        bytes.extend_from_slice(&plane.mask.to_le_bytes());
-    }
-    for plane in batch.iter().flatten() {
-        bytes.extend_from_slice(&plane.value.to_le_bytes());
-    }
-    device.upload(buffers.inputs.ptr(), &bytes)
+    device.upload_with(
+        buffers.inputs.ptr(),
+        planes * INPUT_PLANE_BYTES,
+        &mut |staged| {
+            let (masks, values) = staged.split_at_mut(planes * size_of::<u64>());
+            let planes = || batch.iter().flatten();
+            for (slot, plane) in masks.chunks_exact_mut(size_of::<u64>()).zip(planes()) {
+                slot.copy_from_slice(&plane.mask.to_le_bytes());
+            }
+            for (slot, plane) in values.chunks_exact_mut(size_of::<f32>()).zip(planes()) {
+                slot.copy_from_slice(&plane.value.to_le_bytes());
+            }
+        },
+    )
 }
 
 /// An operation of a profiled pass between two marks.

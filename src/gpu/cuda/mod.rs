@@ -308,41 +308,48 @@ impl GpuDevice for CudaDevice {
         Ok(GpuBuffer::new(ptr, bytes, Box::new(slice)))
     }
 
-    fn upload(&self, dst: u64, src: &[u8]) -> GpuResult<()> {
-        if src.len() < STAGING_THRESHOLD {
-            // SAFETY: dst is a device buffer of at least src.len() bytes (checked by callers);
+    fn upload_with(
+        &self,
+        dst: u64,
+        bytes: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> GpuResult<()> {
+        if bytes < STAGING_THRESHOLD {
+            let mut src = vec![0u8; bytes];
+            fill(&mut src);
+            // SAFETY: dst is a device buffer of at least `bytes` bytes (checked by callers);
             // the driver copies pageable sources before returning.
             return unsafe {
-                cudarc::driver::result::memcpy_htod_async(dst, src, self.stream.cu_stream())
+                cudarc::driver::result::memcpy_htod_async(dst, &src, self.stream.cu_stream())
             }
             .map_err(call_error("cuMemcpyHtoDAsync"));
         }
-        let mut staging = self.staging(src.len())?;
+        let mut staging = self.staging(bytes)?;
         let pinned = &mut staging
             .as_mut()
             .expect("staging sized above")
             .as_mut_slice()
-            .map_err(call_error("cuEventSynchronize"))?[..src.len()];
-        pinned.copy_from_slice(src);
-        // SAFETY: dst is a device buffer of at least src.len() bytes; the staging memory is
+            .map_err(call_error("cuEventSynchronize"))?[..bytes];
+        fill(pinned);
+        // SAFETY: dst is a device buffer of at least `bytes` bytes; the staging memory is
         // not reused before the copy completes (we wait for it below).
         unsafe { cudarc::driver::result::memcpy_htod_async(dst, pinned, self.stream.cu_stream()) }
             .map_err(call_error("cuMemcpyHtoDAsync"))?;
         self.synchronize()
     }
 
-    fn download(&self, src: u64, dst: &mut [u8]) -> GpuResult<()> {
-        let mut staging = self.staging(dst.len())?;
+    fn download_with(&self, src: u64, bytes: usize, read: &mut dyn FnMut(&[u8])) -> GpuResult<()> {
+        let mut staging = self.staging(bytes)?;
         let pinned = &mut staging
             .as_mut()
             .expect("staging sized above")
             .as_mut_slice()
-            .map_err(call_error("cuEventSynchronize"))?[..dst.len()];
-        // SAFETY: src is a device buffer of at least dst.len() bytes; we wait for the copy.
+            .map_err(call_error("cuEventSynchronize"))?[..bytes];
+        // SAFETY: src is a device buffer of at least `bytes` bytes; we wait for the copy.
         unsafe { cudarc::driver::result::memcpy_dtoh_async(pinned, src, self.stream.cu_stream()) }
             .map_err(call_error("cuMemcpyDtoHAsync"))?;
         self.synchronize()?;
-        dst.copy_from_slice(pinned);
+        read(pinned);
         Ok(())
     }
 

@@ -259,22 +259,27 @@ impl GpuDevice for HipDevice {
         Ok(GpuBuffer::new(memory.address(), bytes, Box::new(memory)))
     }
 
-    fn upload(&self, dst: u64, src: &[u8]) -> GpuResult<()> {
+    fn upload_with(
+        &self,
+        dst: u64,
+        bytes: usize,
+        fill: &mut dyn FnMut(&mut [u8]),
+    ) -> GpuResult<()> {
         self.bind()?;
-        let mut staging = self.staging(src.len())?;
+        let mut staging = self.staging(bytes)?;
         let pinned = &mut staging
             .as_mut()
             .expect("staging sized above")
-            .as_mut_slice()[..src.len()];
-        pinned.copy_from_slice(src);
-        // SAFETY: dst is a device buffer of at least src.len() bytes; the staging memory is not
+            .as_mut_slice()[..bytes];
+        fill(pinned);
+        // SAFETY: dst is a device buffer of at least `bytes` bytes; the staging memory is not
         // touched again before the copy completes (we wait for it below).
         unsafe {
             hip::memcpy_async(
                 &self.hip,
                 dst as *mut c_void,
                 pinned.as_ptr().cast(),
-                src.len(),
+                bytes,
                 MEMCPY_HOST_TO_DEVICE,
                 self.stream.handle(),
             )
@@ -283,27 +288,27 @@ impl GpuDevice for HipDevice {
         self.synchronize()
     }
 
-    fn download(&self, src: u64, dst: &mut [u8]) -> GpuResult<()> {
+    fn download_with(&self, src: u64, bytes: usize, read: &mut dyn FnMut(&[u8])) -> GpuResult<()> {
         self.bind()?;
-        let mut staging = self.staging(dst.len())?;
+        let mut staging = self.staging(bytes)?;
         let pinned = &mut staging
             .as_mut()
             .expect("staging sized above")
-            .as_mut_slice()[..dst.len()];
-        // SAFETY: src is a device buffer of at least dst.len() bytes; we wait for the copy.
+            .as_mut_slice()[..bytes];
+        // SAFETY: src is a device buffer of at least `bytes` bytes; we wait for the copy.
         unsafe {
             hip::memcpy_async(
                 &self.hip,
                 pinned.as_mut_ptr().cast(),
                 src as *const c_void,
-                dst.len(),
+                bytes,
                 MEMCPY_DEVICE_TO_HOST,
                 self.stream.handle(),
             )
         }
         .map_err(hip_error)?;
         self.synchronize()?;
-        dst.copy_from_slice(pinned);
+        read(pinned);
         Ok(())
     }
 
