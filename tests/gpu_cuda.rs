@@ -327,7 +327,8 @@ fn warp_layer_norm_kernel_matches_cpu() {
 }
 
 /// A net with the paths the bundled ones do not take: ReLU default activation (fused into
-/// the GEMM epilogue), SELU FFN, tanh smolgen, scalar value, no moves-left head, no gating.
+/// the GEMM epilogue), SELU FFN, tanh smolgen, scalar value, no moves-left head, no gating, and
+/// a policy width that is not a multiple of 8 (the promotion dot products' scalar path).
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn relu_scalar_variant_matches_cpu() {
@@ -339,6 +340,7 @@ fn relu_scalar_variant_matches_cpu() {
     arch.format.wdl = false;
     arch.format.moves_left = false;
     arch.gating = false;
+    arch.policy_d = 36;
     let network = generate(&arch, 21);
     for options in ["gemm=lt", "gemm=blas"] {
         let got = check_against_cpu("cuda-fp16", &network, (options, ""), 9, 16);
