@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::gpu::{bundled, check_against_cpu, check_backend_against_cpu, layer_norm_error};
+use common::gpu::{
+    bundled, check_against_cpu, check_backend_against_cpu, check_concurrent_against_cpu,
+    layer_norm_error,
+};
 use half::f16;
 use lc0rs::backend::create_backend;
 use lc0rs::gpu::cuda::CudaDevice;
@@ -246,6 +249,23 @@ fn backend_matches_cpu_on_bundled_nets() {
                 "gemm=blas,max_batch=64",
             ],
         );
+    }
+}
+
+/// Calls from several threads at once: each gets a lane (its own stream and buffers) up to
+/// `lanes`, the rest wait; every result still matches the cpu oracle.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn concurrent_calls_run_on_lanes_and_match_cpu() {
+    let network = bundled("bundled:tiny");
+    for (options, made) in [
+        ("lanes=2", "2 of at most 2 lanes made"),
+        ("lanes=1", "1 of at most 1 lanes made"),
+        ("lanes=3,gemm=blas", "3 of at most 3 lanes made"),
+    ] {
+        let report = check_concurrent_against_cpu("cuda-fp16", &network, options);
+        eprintln!("{options}: {report}");
+        assert!(report.contains(made), "{options}: {report}");
     }
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::gpu::{bundled, check_backend_against_cpu};
+use common::gpu::{bundled, check_backend_against_cpu, check_concurrent_against_cpu};
 use lc0rs::weights::format::Activation;
 
 #[test]
@@ -36,4 +36,13 @@ fn rocm_swish_variant_matches_cpu() {
         &generate(&arch, 23),
         &["", "gemm=blas"],
     );
+}
+
+/// Calls from several threads at once, each on a lane of its own (stream, rocBLAS/hipBLASLt
+/// handles, buffers) up to `lanes`.
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (run with --ignored on one)"]
+fn rocm_concurrent_calls_run_on_lanes_and_match_cpu() {
+    let report = check_concurrent_against_cpu("rocm-fp16", &bundled("bundled:tiny"), "lanes=2");
+    assert!(report.contains("2 of at most 2 lanes made"), "{report}");
 }

@@ -240,6 +240,10 @@ pub trait GpuDevice: Send + Sync {
     fn memory(&self) -> GpuResult<(usize, usize)>;
     /// Whether a kernel was compiled for this device (vendor-only fast paths).
     fn has_kernel(&self, kernel: &str) -> bool;
+    /// Another lane on the same GPU: the same context, kernels and device memory (buffers of
+    /// one lane may be used by another), with a stream, BLAS handles, workspaces, events and
+    /// staging memory of its own, so that work on two lanes can run at the same time.
+    fn new_lane(&self) -> GpuResult<std::sync::Arc<dyn GpuDevice>>;
     /// Why `path` cannot run on this device (its library is missing), if it cannot.
     fn gemm_path_unavailable(&self, _path: GemmPath) -> Option<String> {
         None

@@ -87,3 +87,34 @@ pub fn layer_norm_error(
     }
     worst
 }
+
+/// `backend` with `options` called from four threads at once (so that its lanes run batches
+/// side by side) against the cpu oracle: each thread evaluates the same 100 random positions
+/// three times in its own batch size (1, 7, 33, 64); every result must pass the selftest limits.
+/// Returns the backend's memory report, which says how many lanes were made.
+pub fn check_concurrent_against_cpu(backend: &str, network: &Network, options: &str) -> String {
+    let oracle = create_backend("cpu", network.clone(), "").unwrap();
+    let gpu = create_backend(backend, network.clone(), options).unwrap();
+    let histories = random_histories(100, 17);
+    let encoded = encode_all(&histories, gpu.as_ref());
+    let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
+    let start = std::sync::Barrier::new(4);
+    std::thread::scope(|scope| {
+        for batch in [1, 7, 33, 64] {
+            let (gpu, start, histories, encoded, want) =
+                (&gpu, &start, &histories, &encoded, &want);
+            scope.spawn(move || {
+                start.wait();
+                for run in 0..3 {
+                    let got = evaluate_in_batches(gpu.as_ref(), encoded, batch).unwrap();
+                    let e = compare(histories, encoded, &got, want, batch);
+                    assert!(
+                        e.passed(),
+                        "{options} batch {batch} run {run} (concurrent): {e:?}"
+                    );
+                }
+            });
+        }
+    });
+    gpu.memory_report().unwrap_or_default()
+}

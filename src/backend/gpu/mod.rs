@@ -5,7 +5,7 @@ mod forward;
 mod weights;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput, ProfileReport};
 use crate::chess::InputPlanes;
@@ -21,6 +21,10 @@ use weights::NetworkGpu;
 /// lc0's maximum batch size, the default `max_batch`.
 const DEFAULT_MAX_BATCH: usize = 1024;
 
+/// Batches that may run at once by default: two lanes let one call's host work (input
+/// encoding and upload, result copies) and small passes overlap another's pass.
+const DEFAULT_LANES: usize = 2;
+
 /// Options every GPU backend takes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpuOptions {
@@ -34,6 +38,10 @@ pub struct GpuOptions {
     /// Use the vendor's tensor-core attention where it exists (`attention=mma`, the default)
     /// or the portable kernel (`attention=portable`).
     pub tensor_core_attention: bool,
+    /// The most batches that run at once (`lanes`, default 2): calls from several threads
+    /// get a lane each (its own stream and buffers, made when first needed), so their passes
+    /// overlap on the GPU; beyond that they wait.
+    pub lanes: usize,
 }
 
 impl GpuOptions {
@@ -62,6 +70,12 @@ impl GpuOptions {
         if max_batch == 0 {
             return Err(bad("max_batch", "0".to_owned(), "must be at least 1"));
         }
+        let lanes = options
+            .get::<usize>(backend, "lanes")?
+            .unwrap_or(DEFAULT_LANES);
+        if lanes == 0 {
+            return Err(bad("lanes", "0".to_owned(), "must be at least 1"));
+        }
         options.select_heads(backend, network)?;
         if !options.get::<bool>(backend, "mlh")?.unwrap_or(true) {
             network.moves_left = None;
@@ -72,6 +86,7 @@ impl GpuOptions {
             gemm,
             graph: options.get::<bool>(backend, "graph")?.unwrap_or(true),
             profile: options.get::<bool>(backend, "profile")?.unwrap_or(false),
+            lanes,
             tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref() {
                 None | Some("mma") => true,
                 Some("portable") => false,
@@ -87,7 +102,11 @@ impl GpuOptions {
     }
 }
 
-struct State {
+/// One lane: a device handle with a stream of its own, and the buffers and graphs of the
+/// batches run on it. Calls that overlap run on different lanes, so their passes can overlap on
+/// the GPU (and one call's host work with another's GPU work).
+struct Lane {
+    device: Arc<dyn GpuDevice>,
     buffers: Buffers,
     graphs: HashMap<usize, Box<dyn GpuGraph>>,
     /// The profiled passes, when profiling.
@@ -96,9 +115,109 @@ struct State {
     tuned: std::collections::HashSet<usize>,
 }
 
-/// A GPU backend: weights on the device, buffers for `max_batch`, graphs per batch size.
+impl Lane {
+    /// A lane on `device` with buffers for `max_batch` positions (ready when this returns).
+    fn new(device: Arc<dyn GpuDevice>, shapes: &Shapes, max_batch: usize) -> GpuResult<Self> {
+        let buffers = Buffers::new(device.as_ref(), shapes, max_batch)?;
+        device.synchronize()?;
+        Ok(Self {
+            device,
+            buffers,
+            graphs: HashMap::new(),
+            profile: Vec::new(),
+            tuned: Default::default(),
+        })
+    }
+}
+
+/// The lanes of a backend and the calls waiting for one. Calls are served first come, first
+/// served: threads that share fewer lanes than they are take turns, which is what
+/// backendbench's per-thread timing (lc0's) assumes (an unfair lock let one thread take the
+/// lane again and again, and the formula then reported up to twice the real rate).
+struct LanePool<L> {
+    state: Mutex<PoolState<L>>,
+    changed: Condvar,
+}
+
+struct PoolState<L> {
+    lanes: Vec<Arc<Mutex<L>>>,
+    /// Indices of the lanes no call holds.
+    free: Vec<usize>,
+    /// The ticket the next call gets, and the one whose turn it is.
+    next_ticket: u64,
+    serving: u64,
+}
+
+impl<L> LanePool<L> {
+    fn new(first: L) -> Self {
+        Self {
+            state: Mutex::new(PoolState {
+                lanes: vec![Arc::new(Mutex::new(first))],
+                free: vec![0],
+                next_ticket: 0,
+                serving: 0,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PoolState<L>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lanes(&self) -> Vec<Arc<Mutex<L>>> {
+        self.lock().lanes.clone()
+    }
+
+    /// Takes a lane in turn: the most recently freed one, else one made by `make` while there
+    /// are fewer than `most`, else waits. Returns its index.
+    fn take(&self, most: usize, make: impl FnOnce() -> GpuResult<L>) -> GpuResult<usize> {
+        let mut state = self.lock();
+        let ticket = state.next_ticket;
+        state.next_ticket += 1;
+        loop {
+            if state.serving == ticket {
+                if let Some(index) = state.free.pop() {
+                    state.serving += 1;
+                    self.changed.notify_all();
+                    return Ok(index);
+                }
+                if state.lanes.len() < most {
+                    // Made with the pool locked: the calls after this one wait for it anyway.
+                    let made = make();
+                    state.serving += 1;
+                    self.changed.notify_all();
+                    state.lanes.push(Arc::new(Mutex::new(made?)));
+                    return Ok(state.lanes.len() - 1);
+                }
+            }
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn give_back(&self, index: usize) {
+        self.lock().free.push(index);
+        self.changed.notify_all();
+    }
+}
+
+/// Returns a taken lane to its pool when the call ends, also when it fails or panics.
+struct GiveBack<'a, L> {
+    pool: &'a LanePool<L>,
+    index: usize,
+}
+
+impl<L> Drop for GiveBack<'_, L> {
+    fn drop(&mut self) {
+        self.pool.give_back(self.index);
+    }
+}
+
+/// A GPU backend: weights on the device, lanes with buffers for `max_batch` positions and
+/// graphs per batch size.
 pub struct GpuBackend {
     name: String,
+    /// The first lane's device, for queries (name, memory, SMs).
     device: Arc<dyn GpuDevice>,
     net: NetworkGpu,
     format: NetFormat,
@@ -107,7 +226,9 @@ pub struct GpuBackend {
     attention: &'static str,
     gemm: GemmPath,
     options: GpuOptions,
-    state: Mutex<State>,
+    /// The lanes made so far (the first at creation, another whenever a call finds every
+    /// lane busy, up to `options.lanes`) and the calls waiting for one.
+    pool: LanePool<Lane>,
 }
 
 /// A traced pass' timings, attributed to its operations.
@@ -203,8 +324,7 @@ impl GpuBackend {
             _ => portable,
         };
         let net = NetworkGpu::upload(device.as_ref(), network)?;
-        let buffers = Buffers::new(device.as_ref(), &shapes, options.max_batch)?;
-        device.synchronize()?;
+        let first = Lane::new(device.clone(), &shapes, options.max_batch)?;
         Ok(Self {
             name: name.to_owned(),
             device,
@@ -215,31 +335,51 @@ impl GpuBackend {
             attention,
             gemm,
             options,
-            state: Mutex::new(State {
-                buffers,
-                graphs: HashMap::new(),
-                profile: Vec::new(),
-                tuned: Default::default(),
-            }),
+            pool: LanePool::new(first),
         })
     }
 
-    /// Device memory of the activation buffers (weights not included).
-    pub fn buffer_bytes(&self) -> usize {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .buffers
-            .bytes()
+    /// Device memory of one lane's activation buffers (weights not included), and the number
+    /// of lanes made so far.
+    pub fn buffer_bytes(&self) -> (usize, usize) {
+        let lanes = self.pool.lanes();
+        let first = lanes[0].lock().unwrap_or_else(|e| e.into_inner());
+        (first.buffers.bytes(), lanes.len())
     }
 
-    fn forward<'a>(&'a self, buffers: &'a Buffers, profile: Option<&'a OpEvents>) -> Forward<'a> {
+    /// Runs `work` on a lane no other call holds: a free one, else a new one (up to
+    /// `options.lanes`), else the first to come free, calls served in the order they came.
+    fn with_lane<T>(&self, work: impl FnOnce(&mut Lane) -> GpuResult<T>) -> GpuResult<T> {
+        let index = self.pool.take(self.options.lanes, || {
+            Lane::new(
+                self.device.new_lane()?,
+                &self.shapes,
+                self.options.max_batch,
+            )
+        })?;
+        let _give_back = GiveBack {
+            pool: &self.pool,
+            index,
+        };
+        let lane = self.pool.lanes()[index].clone();
+        let mut lane = lane.lock().unwrap_or_else(|e| e.into_inner());
+        work(&mut lane)
+    }
+
+    /// Every lane made so far, one after another (waiting for any in use).
+    fn each_lane(&self, mut visit: impl FnMut(&mut Lane)) {
+        for lane in self.pool.lanes() {
+            visit(&mut lane.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+
+    fn forward<'a>(&'a self, lane: &'a Lane, profile: Option<&'a OpEvents>) -> Forward<'a> {
         Forward {
-            device: self.device.as_ref(),
+            device: lane.device.as_ref(),
             net: &self.net,
             format: &self.format,
             shapes: &self.shapes,
-            buffers,
+            buffers: &lane.buffers,
             gemm: self.gemm,
             alpha: self.alpha,
             attention: self.attention,
@@ -248,70 +388,73 @@ impl GpuBackend {
     }
 
     fn run(&self, batch: &[InputPlanes]) -> GpuResult<BatchOutput> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.with_lane(|lane| self.run_on(lane, batch))
+    }
+
+    fn run_on(&self, lane: &mut Lane, batch: &[InputPlanes]) -> GpuResult<BatchOutput> {
         let n = batch.len();
         tracing::trace_span!("upload inputs", batch = n)
-            .in_scope(|| upload_inputs(self.device.as_ref(), &state.buffers, batch))?;
+            .in_scope(|| upload_inputs(lane.device.as_ref(), &lane.buffers, batch))?;
         if self.options.profile {
-            self.profiled_pass(&mut state, n)?;
-            return self.outputs(&state, n);
+            self.profiled_pass(lane, n)?;
+            return self.outputs(lane, n);
         }
-        match state.graphs.get(&n) {
+        match lane.graphs.get(&n) {
             Some(graph) => graph.launch()?,
             None => {
                 // The first pass at a size runs eagerly (it also picks the GEMM algorithms);
                 // then the same work is captured for the next calls.
-                self.forward(&state.buffers, None).enqueue(n)?;
-                state.tuned.insert(n);
+                self.forward(lane, None).enqueue(n)?;
+                lane.tuned.insert(n);
                 if self.options.graph {
-                    self.capture(&mut state, n)?;
+                    self.capture(lane, n)?;
                 }
             }
         }
-        self.outputs(&state, n)
+        self.outputs(lane, n)
     }
 
     /// Captures the pass of `n` positions into a graph (after an eager pass at that size).
-    fn capture(&self, state: &mut State, n: usize) -> GpuResult<()> {
-        self.device.begin_capture()?;
-        let captured = self.forward(&state.buffers, None).enqueue(n);
-        let graph = self.device.end_capture();
+    fn capture(&self, lane: &mut Lane, n: usize) -> GpuResult<()> {
+        lane.device.begin_capture()?;
+        let captured = self.forward(lane, None).enqueue(n);
+        let graph = lane.device.end_capture();
         captured?;
-        state.graphs.insert(n, graph?);
+        lane.graphs.insert(n, graph?);
         Ok(())
     }
 
     /// The GPU time of one uninstrumented pass (the captured graph, or eager without graphs).
-    fn pass_time_ms(&self, state: &mut State, n: usize) -> GpuResult<f64> {
-        if self.options.graph && !state.graphs.contains_key(&n) {
-            self.capture(state, n)?;
+    fn pass_time_ms(&self, lane: &mut Lane, n: usize) -> GpuResult<f64> {
+        if self.options.graph && !lane.graphs.contains_key(&n) {
+            self.capture(lane, n)?;
         }
-        let start = self.device.record_event()?;
-        match state.graphs.get(&n) {
+        let start = lane.device.record_event()?;
+        match lane.graphs.get(&n) {
             Some(graph) => graph.launch()?,
-            None => self.forward(&state.buffers, None).enqueue(n)?,
+            None => self.forward(lane, None).enqueue(n)?,
         }
-        let end = self.device.record_event()?;
-        let ms = f64::from(self.device.elapsed_ms(start, end)?);
-        self.device.clear_events();
+        let end = lane.device.record_event()?;
+        let ms = f64::from(lane.device.elapsed_ms(start, end)?);
+        lane.device.clear_events();
         Ok(ms)
     }
 
     /// One profiled pass: from kernel timestamps of a graph replay where the device can trace
     /// (CUPTI), else with every operation bracketed by device events.
-    fn profiled_pass(&self, state: &mut State, n: usize) -> GpuResult<()> {
-        if state.tuned.insert(n) {
+    fn profiled_pass(&self, lane: &mut Lane, n: usize) -> GpuResult<()> {
+        if lane.tuned.insert(n) {
             // An eager pass first: it picks the GEMM algorithms, which cannot be timed in a capture.
-            self.forward(&state.buffers, None).enqueue(n)?;
+            self.forward(lane, None).enqueue(n)?;
         }
-        let traced = if self.options.graph && self.device.can_trace() {
-            self.traced_pass(state, n)?
+        let traced = if self.options.graph && lane.device.can_trace() {
+            self.traced_pass(lane, n)?
         } else {
             None
         };
         let profile = match traced {
             Some(profile) => profile,
-            None => self.event_timed_pass(state, n)?,
+            None => self.event_timed_pass(lane, n)?,
         };
         for op in &profile.ops {
             tracing::debug!(
@@ -324,7 +467,7 @@ impl GpuBackend {
                 "gpu op"
             );
         }
-        state.profile.push(profile);
+        lane.profile.push(profile);
         Ok(())
     }
 
@@ -332,20 +475,20 @@ impl GpuBackend {
     /// tracing on, and gives each operation the GPU time from its first kernel's start to the
     /// next operation's (so launch gaps count to the operation that waits for them).
     /// `None` where the trace cannot be matched to the graph's nodes (then events time the pass).
-    fn traced_pass(&self, state: &mut State, n: usize) -> GpuResult<Option<PassProfile>> {
+    fn traced_pass(&self, lane: &mut Lane, n: usize) -> GpuResult<Option<PassProfile>> {
         let marks = OpEvents::new(Marker::CapturedWork);
-        self.device.begin_capture()?;
+        lane.device.begin_capture()?;
         let recorded = (|| -> GpuResult<(usize, usize)> {
-            let first = self.device.captured_work()?;
-            self.forward(&state.buffers, Some(&marks)).enqueue(n)?;
-            Ok((first, self.device.captured_work()?))
+            let first = lane.device.captured_work()?;
+            self.forward(lane, Some(&marks)).enqueue(n)?;
+            Ok((first, lane.device.captured_work()?))
         })();
-        let graph = self.device.end_capture();
+        let graph = lane.device.end_capture();
         let (first, last) = recorded?;
         let graph = graph?;
         graph.launch()?;
-        self.device.synchronize()?;
-        let activities = match self.device.trace(&mut || graph.launch()) {
+        lane.device.synchronize()?;
+        let activities = match lane.device.trace(&mut || graph.launch()) {
             Ok(activities) => activities,
             Err(error) => {
                 // E.g. another profiler (nsys, ncu) holds CUPTI: events still work.
@@ -366,7 +509,7 @@ impl GpuBackend {
         let traced = attribute_trace(&marks, first, &activities);
         Ok(Some(PassProfile {
             batch: n,
-            pass_ms: self.pass_time_ms(state, n)?,
+            pass_ms: self.pass_time_ms(lane, n)?,
             instrumented_ms: traced.span_ms,
             timing: PassTiming::KernelTrace {
                 busy_ms: traced.busy_ms,
@@ -378,20 +521,20 @@ impl GpuBackend {
 
     /// A pass with every operation bracketed by timing events. With graphs on, the pass is
     /// captured (its events become graph nodes) and replayed, so it runs without host gaps.
-    fn event_timed_pass(&self, state: &mut State, n: usize) -> GpuResult<PassProfile> {
+    fn event_timed_pass(&self, lane: &mut Lane, n: usize) -> GpuResult<PassProfile> {
         let events = OpEvents::new(Marker::Event);
         if self.options.graph {
-            self.device.begin_capture()?;
+            lane.device.begin_capture()?;
         }
         let recorded = (|| -> GpuResult<(usize, usize)> {
-            let first = self.device.record_event()?;
-            self.forward(&state.buffers, Some(&events)).enqueue(n)?;
-            Ok((first, self.device.record_event()?))
+            let first = lane.device.record_event()?;
+            self.forward(lane, Some(&events)).enqueue(n)?;
+            Ok((first, lane.device.record_event()?))
         })();
         // The graph lives until the stream has run it.
         let mut graph = None;
         if self.options.graph {
-            let captured = self.device.end_capture();
+            let captured = lane.device.end_capture();
             recorded.as_ref().map_err(|e| GpuError::Call {
                 call: "profiled capture",
                 detail: e.to_string(),
@@ -402,7 +545,7 @@ impl GpuBackend {
             graph.launch()?;
         }
         let (first, last) = recorded?;
-        self.device.synchronize()?;
+        lane.device.synchronize()?;
         drop(graph);
         let mut ops = Vec::new();
         for e in events.ops.into_inner().unwrap_or_else(|e| e.into_inner()) {
@@ -411,15 +554,15 @@ impl GpuBackend {
                 layer: e.layer,
                 flops: e.cost.flops,
                 bytes: e.cost.bytes,
-                start_ms: f64::from(self.device.elapsed_ms(first, e.start)?),
-                ms: f64::from(self.device.elapsed_ms(e.start, e.end)?),
+                start_ms: f64::from(lane.device.elapsed_ms(first, e.start)?),
+                ms: f64::from(lane.device.elapsed_ms(e.start, e.end)?),
             });
         }
-        let instrumented_ms = f64::from(self.device.elapsed_ms(first, last)?);
-        self.device.clear_events();
+        let instrumented_ms = f64::from(lane.device.elapsed_ms(first, last)?);
+        lane.device.clear_events();
         Ok(PassProfile {
             batch: n,
-            pass_ms: self.pass_time_ms(state, n)?,
+            pass_ms: self.pass_time_ms(lane, n)?,
             instrumented_ms,
             timing: PassTiming::DeviceEvents,
             ops,
@@ -429,13 +572,16 @@ impl GpuBackend {
 
     /// The residual stream after the embedding and after each encoder layer (eager passes).
     fn residual_streams(&self, batch: &[InputPlanes]) -> GpuResult<Vec<Vec<f32>>> {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.with_lane(|lane| self.residual_streams_on(lane, batch))
+    }
+
+    fn residual_streams_on(&self, lane: &Lane, batch: &[InputPlanes]) -> GpuResult<Vec<Vec<f32>>> {
         let n = batch.len();
-        upload_inputs(self.device.as_ref(), &state.buffers, batch)?;
-        let forward = self.forward(&state.buffers, None);
+        upload_inputs(lane.device.as_ref(), &lane.buffers, batch)?;
+        let forward = self.forward(lane, None);
         let download_x = || -> GpuResult<Vec<f32>> {
             let mut bytes = vec![0u8; n * 64 * self.shapes.embedding * 2];
-            self.device.download(state.buffers.x.ptr(), &mut bytes)?;
+            lane.device.download(lane.buffers.x.ptr(), &mut bytes)?;
             Ok(bytes
                 .chunks_exact(2)
                 .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
@@ -450,23 +596,23 @@ impl GpuBackend {
         Ok(out)
     }
 
-    fn outputs(&self, state: &State, n: usize) -> GpuResult<BatchOutput> {
+    fn outputs(&self, lane: &Lane, n: usize) -> GpuResult<BatchOutput> {
         // The wait has its own span, so that `copy outputs` times only the host-side copies.
         tracing::trace_span!("wait for the pass", batch = n)
-            .in_scope(|| self.device.synchronize())?;
+            .in_scope(|| lane.device.synchronize())?;
         let _span = tracing::trace_span!("copy outputs", batch = n).entered();
         // The policy is copied once, from where it landed into its vector (no zero-filled
         // vector first: at batch 1024 that is 7.6 MB written twice). The device writes
         // little-endian f32, as the host.
         let mut policy = Vec::with_capacity(n * POLICY_SIZE);
-        self.device.download_with(
-            state.buffers.policy_out.ptr(),
+        lane.device.download_with(
+            lane.buffers.policy_out.ptr(),
             n * POLICY_SIZE * size_of::<f32>(),
             &mut |landed| extend_f32(&mut policy, landed),
         )?;
         let mut finished = vec![0f32; n * 3];
-        self.device.download(
-            state.buffers.finished.ptr(),
+        lane.device.download(
+            lane.buffers.finished.ptr(),
             bytemuck::cast_slice_mut(&mut finished),
         )?;
         Ok(BatchOutput {
@@ -499,25 +645,23 @@ impl Backend for GpuBackend {
 
     fn memory_report(&self) -> Option<String> {
         let mib = |b: usize| b as f64 / (1u64 << 20) as f64;
-        let buffers = self.buffer_bytes();
+        let (buffers, lanes) = self.buffer_bytes();
         Some(match self.device.memory() {
             Ok((used, total)) => format!(
-                "device memory: {:.0} MiB in use of {:.0} MiB (activation buffers for max_batch {}: {:.0} MiB)",
+                "device memory: {:.0} MiB in use of {:.0} MiB (activation buffers for max_batch {}: {:.0} MiB per lane, {} of at most {} lanes made)",
                 mib(used),
                 mib(total),
                 self.options.max_batch,
-                mib(buffers)
+                mib(buffers),
+                lanes,
+                self.options.lanes
             ),
             Err(e) => format!("device memory unknown: {e}"),
         })
     }
 
     fn reset_profile(&self) {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .profile
-            .clear();
+        self.each_lane(|lane| lane.profile.clear());
     }
 
     fn layer_outputs(&self, batch: &[InputPlanes]) -> Result<Option<Vec<Vec<f32>>>, BackendError> {
@@ -537,10 +681,13 @@ impl Backend for GpuBackend {
     }
 
     fn profile_report(&self) -> Option<ProfileReport> {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        self.options.profile.then(|| ProfileReport {
-            device: self.device.info().name.clone(),
-            passes: state.profile.clone(),
+        self.options.profile.then(|| {
+            let mut passes = Vec::new();
+            self.each_lane(|lane| passes.extend(lane.profile.iter().cloned()));
+            ProfileReport {
+                device: self.device.info().name.clone(),
+                passes,
+            }
         })
     }
 
@@ -618,6 +765,53 @@ fn extend_f32(out: &mut Vec<f32>, bytes: &[u8]) {
 mod tests {
     use super::forward::Cost;
     use super::*;
+
+    #[test]
+    fn lanes_are_made_up_to_the_limit_and_waiting_calls_take_turns() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let pool = LanePool::new(0usize);
+        // Free lanes first; a new one only while all are taken; never more than `most`.
+        let first = pool.take(2, || panic!("lane 0 is free")).unwrap();
+        let second = pool.take(2, || Ok(1)).unwrap();
+        assert_eq!((first, second), (0, 1));
+        pool.give_back(first);
+        assert_eq!(pool.take(2, || panic!("lane 0 is free again")).unwrap(), 0);
+        let failed = LanePool::new(0usize);
+        failed.take(2, || panic!("free")).unwrap();
+        assert!(
+            failed
+                .take(2, || Err(GpuError::NoDevice("x".into())))
+                .is_err()
+        );
+        // One lane, two threads that each take it 50 times as fast as they can: served in
+        // turn, so the holders alternate (an unfair lock lets one thread take it repeatedly).
+        let single = LanePool::new(0usize);
+        let order = Mutex::new(Vec::new());
+        let arrived = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for thread in 0..2 {
+                let (single, order, arrived) = (&single, &order, &arrived);
+                scope.spawn(move || {
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    while arrived.load(Ordering::SeqCst) < 2 {
+                        std::thread::yield_now();
+                    }
+                    for _ in 0..50 {
+                        let index = single.take(1, || panic!("only one lane")).unwrap();
+                        order.lock().unwrap().push(thread);
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                        single.give_back(index);
+                    }
+                });
+            }
+        });
+        let order = order.into_inner().unwrap();
+        let repeats = order.windows(2).filter(|w| w[0] == w[1]).count();
+        assert!(
+            repeats <= 2,
+            "the same thread took the lane twice in a row {repeats} times: {order:?}"
+        );
+    }
 
     #[test]
     fn f32_results_are_read_from_aligned_and_unaligned_bytes() {

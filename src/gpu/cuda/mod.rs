@@ -126,9 +126,9 @@ impl CudaDevice {
         }
         let ctx = CudaContext::new(ordinal).map_err(call_error("cuCtxCreate"))?;
         // Graph capture needs cudarc's per-buffer event tracking off (gpu-apis.md Part 2 §6).
-        // SAFETY: called before any allocation; all work goes to one stream.
+        // SAFETY: called before any allocation. Each lane's work goes to its own stream; the
+        // buffers lanes share (the weights) are written once, before any lane reads them.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream().map_err(call_error("cuStreamCreate"))?;
         let (major, minor) = ctx
             .compute_capability()
             .map_err(call_error("cuDeviceGetAttribute"))?;
@@ -143,6 +143,28 @@ impl CudaDevice {
                 Ok((name, f))
             })
             .collect::<GpuResult<HashMap<_, _>>>()?;
+        let info = DeviceInfo {
+            name: ctx.name().map_err(call_error("cuDeviceGetName"))?,
+            arch,
+            memory_bytes: ctx.total_mem().map_err(call_error("cuDeviceTotalMem"))?,
+            multiprocessors: ctx
+                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .map_err(call_error("cuDeviceGetAttribute"))? as u32,
+            warp_size: 32,
+            runtime: format!("CUDA driver {}", driver_version()?),
+        };
+        Self::with_stream(ctx, functions, info)
+    }
+
+    /// The state of one stream on an opened GPU: the stream, cuBLAS and cuBLASLt handles bound
+    /// to it with workspaces of their own, events and staging memory. The context and the
+    /// kernels are shared with every other lane of the GPU.
+    fn with_stream(
+        ctx: Arc<CudaContext>,
+        functions: HashMap<&'static str, CudaFunction>,
+        info: DeviceInfo,
+    ) -> GpuResult<Self> {
+        let stream = ctx.new_stream().map_err(call_error("cuStreamCreate"))?;
         let handle = blas::create_handle().map_err(blas_error("cublasCreate"))?;
         // SAFETY: the handle was just created; the stream outlives it (both owned here).
         unsafe { blas::set_stream(handle, stream.cu_stream() as _) }
@@ -164,16 +186,6 @@ impl CudaDevice {
         .result()
         .map_err(blas_error("cublasSetWorkspace"))?;
         let lt = lt::LtCache::new(&stream)?;
-        let info = DeviceInfo {
-            name: ctx.name().map_err(call_error("cuDeviceGetName"))?,
-            arch,
-            memory_bytes: ctx.total_mem().map_err(call_error("cuDeviceTotalMem"))?,
-            multiprocessors: ctx
-                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-                .map_err(call_error("cuDeviceGetAttribute"))? as u32,
-            warp_size: 32,
-            runtime: format!("CUDA driver {}", driver_version()?),
-        };
         Ok(Self {
             ctx,
             stream,
@@ -314,6 +326,11 @@ impl GpuDevice for CudaDevice {
         bytes: usize,
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> GpuResult<()> {
+        // Each call of the backend starts with an upload, maybe on a thread that has not used
+        // the GPU yet: the raw driver calls below and after need the context current.
+        self.ctx
+            .bind_to_thread()
+            .map_err(call_error("cuCtxSetCurrent"))?;
         if bytes < STAGING_THRESHOLD {
             let mut src = vec![0u8; bytes];
             fill(&mut src);
@@ -339,6 +356,9 @@ impl GpuDevice for CudaDevice {
     }
 
     fn download_with(&self, src: u64, bytes: usize, read: &mut dyn FnMut(&[u8])) -> GpuResult<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(call_error("cuCtxSetCurrent"))?;
         let mut staging = self.staging(bytes)?;
         let pinned = &mut staging
             .as_mut()
@@ -398,6 +418,14 @@ impl GpuDevice for CudaDevice {
 
     fn has_kernel(&self, kernel: &str) -> bool {
         self.functions.contains_key(kernel)
+    }
+
+    fn new_lane(&self) -> GpuResult<Arc<dyn GpuDevice>> {
+        Ok(Arc::new(Self::with_stream(
+            self.ctx.clone(),
+            self.functions.clone(),
+            self.info.clone(),
+        )?))
     }
 
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {

@@ -66,7 +66,8 @@ pub struct HipDevice {
     /// Pinned host memory that copies go through.
     staging: Mutex<Option<PinnedMemory>>,
     functions: HashMap<&'static str, Function>,
-    module: Module,
+    /// Shared by every lane of the GPU; the functions live as long as it.
+    module: Arc<Module>,
     stream: Arc<Stream>,
     hip: Arc<Hip>,
     ordinal: usize,
@@ -88,11 +89,24 @@ impl HipDevice {
         hip::set_device(&hip, ordinal).map_err(hip_error)?;
         let info = device_info(&hip, ordinal)?;
         let code = compile_for(&hip, &info.arch, info.warp_size)?;
-        let module = Module::load(&hip, &code).map_err(hip_error)?;
+        let module = Arc::new(Module::load(&hip, &code).map_err(hip_error)?);
         let functions = kernels::KERNEL_NAMES
             .iter()
             .map(|&name| Ok((name, module.function(name).map_err(hip_error)?)))
             .collect::<GpuResult<HashMap<_, _>>>()?;
+        Self::with_stream(hip, ordinal, info, module, functions)
+    }
+
+    /// The state of one stream on an opened GPU: the stream, the rocBLAS handle (and
+    /// hipBLASLt's, where it loads) bound to it with workspaces of their own, events and staging
+    /// memory. The runtime, the module and its kernels are shared with every lane of the GPU.
+    fn with_stream(
+        hip: Arc<Hip>,
+        ordinal: usize,
+        info: DeviceInfo,
+        module: Arc<Module>,
+        functions: HashMap<&'static str, Function>,
+    ) -> GpuResult<Self> {
         let stream = Arc::new(Stream::new(&hip).map_err(hip_error)?);
         let version = hip::runtime_version(&hip).map_err(hip_error)?;
         let dir = hip
@@ -362,6 +376,17 @@ impl GpuDevice for HipDevice {
 
     fn has_kernel(&self, kernel: &str) -> bool {
         self.functions.contains_key(kernel)
+    }
+
+    fn new_lane(&self) -> GpuResult<Arc<dyn GpuDevice>> {
+        self.bind()?;
+        Ok(Arc::new(Self::with_stream(
+            self.hip.clone(),
+            self.ordinal,
+            self.info.clone(),
+            self.module.clone(),
+            self.functions.clone(),
+        )?))
     }
 
     fn gemm_path_unavailable(&self, path: GemmPath) -> Option<String> {
