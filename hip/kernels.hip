@@ -87,6 +87,54 @@ KERNEL void bias_activation(__half* __restrict__ x, const __half* __restrict__ b
   }
 }
 
+// y[r][o] = act(Σ_k x[r][k]·W[o][k] + bias[o]) for at most DENSE_ROWS_MAX rows: the per-position
+// dense layers (smolgen, value and moves-left heads) at small batches, where a library GEMM is a
+// long K loop on a few blocks. `splits` warps (a power of two dividing the block's warps) share
+// an output: each reads its share of the weight row once (16-byte loads, one per lane per 256
+// values) and applies it to every row; partial sums meet in shared memory. fp32 sums. k and ldx
+// multiples of 8; bias may be null.
+#define DENSE_ROWS_MAX 8
+KERNEL void dense_rows(const __half* __restrict__ x, int ldx, const __half* __restrict__ w,
+                       const __half* __restrict__ bias, __half* __restrict__ y, int ldy, int rows, int n,
+                       int k, int act, int splits) {
+  __shared__ float partial[32][DENSE_ROWS_MAX];
+  const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
+  const int outputs_per_block = (blockDim.x / WARP_SIZE) / splits;
+  const int o = blockIdx.x * outputs_per_block + warp / splits, part = warp % splits;
+  float acc[DENSE_ROWS_MAX];
+  #pragma unroll
+  for (int r = 0; r < DENSE_ROWS_MAX; ++r) acc[r] = 0.f;
+  if (o < n) {
+    const __half* row = w + (long)o * k;
+    for (int c = (part * WARP_SIZE + lane) * 8; c < k; c += splits * WARP_SIZE * 8) {
+      float wv[8];
+      load8(row + c, wv);
+      #pragma unroll
+      for (int r = 0; r < DENSE_ROWS_MAX; ++r) {
+        if (r < rows) {
+          float xv[8];
+          load8(x + (long)r * ldx + c, xv);
+          #pragma unroll
+          for (int j = 0; j < 8; ++j) acc[r] += wv[j] * xv[j];
+        }
+      }
+    }
+  }
+  #pragma unroll
+  for (int r = 0; r < DENSE_ROWS_MAX; ++r) {
+    if (r < rows) {
+      const float sum = warp_sum(acc[r]);
+      if (lane == 0) partial[warp][r] = sum;
+    }
+  }
+  __syncthreads();
+  if (o < n && part == 0 && lane < rows) {
+    float sum = bias ? __half2float(bias[o]) : 0.f;
+    for (int s = 0; s < splits; ++s) sum += partial[warp + s][lane];
+    y[(long)lane * ldy + o] = __float2half(activate(sum, act));
+  }
+}
+
 // Input gating: x[s][c] = x[s][c]·mult[s][c] + add[s][c] for every position's 64 squares s
 // (mult and add uploaded square-major, so that x, mult and add are all read in order). Rows of a
 // multiple of 8 values go 8 at a time (16-byte accesses); others one by one.

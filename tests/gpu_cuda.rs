@@ -252,6 +252,80 @@ fn backend_matches_cpu_on_bundled_nets() {
     }
 }
 
+/// The small-batch dense kernel against a naive f64 product, bias and activation: one to eight
+/// rows, widths from the heads' 3 outputs to smolgen's 6144, with and without a bias.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn dense_rows_kernel_matches_cpu() {
+    let device = device();
+    for (case, &(rows, n, k, act, with_bias)) in [
+        (1usize, 256usize, 2048usize, Activation::Swish, false),
+        (8, 6144, 256, Activation::Identity, false),
+        (5, 3, 128, Activation::Mish, true),
+        (7, 130, 520, Activation::Relu, true),
+        (2, 128, 2048, Activation::Tanh, true),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let seed = 300 + case as u64;
+        let x = random_f16(rows * k, seed, 1.0);
+        let w = random_f16(n * k, seed + 1, 0.1);
+        let bias = random_f16(n, seed + 2, 0.5);
+        let gpu = [&x, &w, &bias].map(|v| upload(&device, v));
+        let y = poisoned(&device, rows * n);
+        let splits = lc0rs::gpu::kernels::dense_rows_splits(k, 32);
+        device
+            .launch(
+                "dense_rows",
+                Launch {
+                    grid: [n.div_ceil(8 / splits) as u32, 1, 1],
+                    block: [256, 1, 1],
+                    shared_bytes: 0,
+                },
+                &[
+                    KernelArg::Ptr(gpu[0].ptr()),
+                    KernelArg::I32(k as i32),
+                    KernelArg::Ptr(gpu[1].ptr()),
+                    KernelArg::Ptr(if with_bias { gpu[2].ptr() } else { 0 }),
+                    KernelArg::Ptr(y.ptr()),
+                    KernelArg::I32(n as i32),
+                    KernelArg::I32(rows as i32),
+                    KernelArg::I32(n as i32),
+                    KernelArg::I32(k as i32),
+                    KernelArg::I32(activation_code(act)),
+                    KernelArg::I32(splits as i32),
+                ],
+            )
+            .unwrap();
+        let got = download(&device, &y, rows * n);
+        let mut worst = 0.0f64;
+        for r in 0..rows {
+            for o in 0..n {
+                let mut v: f64 = (0..k)
+                    .map(|i| f64::from(x[r * k + i]) * f64::from(w[o * k + i]))
+                    .sum();
+                if with_bias {
+                    v += f64::from(bias[o]);
+                }
+                let want = match act {
+                    Activation::Identity => v,
+                    Activation::Relu => v.max(0.0),
+                    Activation::Swish => v / (1.0 + (-v).exp()),
+                    Activation::Mish => v * (1.0 + v.exp()).ln().tanh(),
+                    Activation::Tanh => v.tanh(),
+                    _ => unreachable!(),
+                };
+                // fp16 output: half an ulp of |want| plus the fp32 sum's rounding.
+                let err = (f64::from(got[r * n + o]) - want).abs() / (1.0 + want.abs());
+                worst = worst.max(err);
+            }
+        }
+        assert!(worst < 2e-3, "case {case}: max relative error {worst}");
+        eprintln!("dense_rows case {case} ({rows}x{n}x{k}, {act:?}): max error {worst:.2e}");
+    }
+}
+
 /// Calls from several threads at once: each gets a lane (its own stream and buffers) up to
 /// `lanes`, the rest wait; every result still matches the cpu oracle.
 #[test]

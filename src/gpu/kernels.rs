@@ -13,10 +13,11 @@ pub fn source() -> String {
 }
 
 /// The kernel entry points every vendor compiles from `hip/kernels.hip`.
-pub const KERNEL_NAMES: [&str; 22] = [
+pub const KERNEL_NAMES: [&str; 23] = [
     "expand_tokens",
     "pe_dense_input",
     "bias_activation",
+    "dense_rows",
     "input_gating",
     "layer_norm",
     "layer_norm_warp_c1",
@@ -60,6 +61,20 @@ pub fn cuda_kernel_names(arch: u32) -> Vec<&'static str> {
         .chain(CUDA_ONLY_KERNEL_NAMES.iter().filter(|_| tensor_cores))
         .copied()
         .collect()
+}
+
+/// The most rows `dense_rows` takes (`DENSE_ROWS_MAX` in hip/kernels.hip): dense layers with
+/// at most this many rows (per-position layers at batch ≤ 8) run there instead of in a GEMM.
+pub const DENSE_ROWS_MAX: usize = 8;
+
+/// How many warps of `dense_rows` share one output of a `k`-wide layer: enough that each lane
+/// loads one 16-byte chunk of the weight row (8 values per lane, `8·warp` per warp), at most 8,
+/// a power of two (so that it divides the block's warps).
+pub fn dense_rows_splits(k: usize, warp_size: usize) -> usize {
+    k.div_ceil(8 * warp_size)
+        .clamp(1, 8)
+        .next_power_of_two()
+        .min(8)
 }
 
 /// The widest row the warp LayerNorm takes (64 values per lane of a 32-wide warp).
@@ -296,6 +311,23 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn dense_rows_splits_give_each_lane_one_chunk() {
+        // Smolgen's dense1 and the value head's hidden layer (2048 wide): 8 warps per output;
+        // smolgen's dense2 (256): one; a 520-wide layer: 3 chunks → 4 warps; 64-wide waves halve it.
+        assert_eq!(dense_rows_splits(2048, 32), 8);
+        assert_eq!(dense_rows_splits(256, 32), 1);
+        assert_eq!(dense_rows_splits(520, 32), 4);
+        assert_eq!(dense_rows_splits(2048, 64), 4);
+        assert_eq!(dense_rows_splits(1 << 20, 32), 8);
+        assert_eq!(dense_rows_splits(8, 32), 1);
+    }
+
+    #[test]
+    fn dense_rows_limit_matches_the_kernel() {
+        assert!(source().contains(&format!("#define DENSE_ROWS_MAX {DENSE_ROWS_MAX}\n")));
     }
 
     #[test]

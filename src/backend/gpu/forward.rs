@@ -10,7 +10,8 @@ use super::weights::{DenseGpu, NetworkGpu, NormGpu};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::{
-    activation_code, attention_kernel, attention_launch, layer_norm_warp_kernel,
+    DENSE_ROWS_MAX, activation_code, attention_kernel, attention_launch, dense_rows_splits,
+    layer_norm_warp_kernel,
 };
 use crate::gpu::{
     BatchedProduct, DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuResult,
@@ -396,6 +397,14 @@ impl Forward<'_> {
         bias: bool,
         epilogue: Epilogue,
     ) -> GpuResult<()> {
+        let act = match epilogue {
+            Epilogue::None => Activation::Identity,
+            Epilogue::Relu => Activation::Relu,
+            Epilogue::Silu => Activation::Swish,
+        };
+        if self.dense_rows(layer, x, y, rows, bias, act)? {
+            return Ok(());
+        }
         let op = Linear {
             m: rows,
             n: layer.outputs,
@@ -431,6 +440,9 @@ impl Forward<'_> {
         if let Some(epilogue) = epilogue {
             return self.linear_with(layer, x, y, rows, true, epilogue);
         }
+        if self.dense_rows(layer, x, y, rows, true, act)? {
+            return Ok(());
+        }
         let fused_bias = self.gemm == GemmPath::Lt;
         self.linear(layer, x, y, rows, fused_bias)?;
         let bias = if fused_bias {
@@ -449,6 +461,53 @@ impl Forward<'_> {
                 KernelArg::I32(activation_code(act)),
             ],
         )
+    }
+
+    /// `y = act(x·Wᵀ (+ b))` in our `dense_rows` kernel, bias and activation included, where
+    /// there are at most [`DENSE_ROWS_MAX`] rows of a width it takes (a multiple of 8): the
+    /// per-position layers at batch ≤ 8, which a library GEMM runs as one long K loop on a few
+    /// blocks. Returns whether it ran.
+    fn dense_rows(
+        &self,
+        layer: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        rows: usize,
+        bias: bool,
+        act: Activation,
+    ) -> GpuResult<bool> {
+        if rows > DENSE_ROWS_MAX || !layer.inputs.is_multiple_of(8) {
+            return Ok(false);
+        }
+        let warps_per_block = (ROW_THREADS / self.device.info().warp_size) as usize;
+        let splits = dense_rows_splits(layer.inputs, self.device.info().warp_size as usize)
+            .min(warps_per_block);
+        self.device.launch(
+            "dense_rows",
+            Launch {
+                grid: [
+                    layer.outputs.div_ceil(warps_per_block / splits) as u32,
+                    1,
+                    1,
+                ],
+                block: [ROW_THREADS, 1, 1],
+                shared_bytes: 0,
+            },
+            &[
+                KernelArg::Ptr(x),
+                KernelArg::I32(layer.inputs as i32),
+                KernelArg::Ptr(layer.w.ptr()),
+                KernelArg::Ptr(if bias { layer.bias().unwrap_or(0) } else { 0 }),
+                KernelArg::Ptr(y),
+                KernelArg::I32(layer.outputs as i32),
+                KernelArg::I32(rows as i32),
+                KernelArg::I32(layer.outputs as i32),
+                KernelArg::I32(layer.inputs as i32),
+                KernelArg::I32(activation_code(act)),
+                KernelArg::I32(splits as i32),
+            ],
+        )?;
+        Ok(true)
     }
 
     /// `out = LN(act(input + bias)·alpha + skip)` row by row.
