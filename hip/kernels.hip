@@ -93,7 +93,7 @@ KERNEL void bias_activation(__half* __restrict__ x, const __half* __restrict__ b
 // an output: each reads its share of the weight row once (16-byte loads, one per lane per 256
 // values) and applies it to every row; partial sums meet in shared memory. fp32 sums. k and ldx
 // multiples of 8; bias may be null.
-#define DENSE_ROWS_MAX 8
+#define DENSE_ROWS_MAX 4
 KERNEL void dense_rows(const __half* __restrict__ x, int ldx, const __half* __restrict__ w,
                        const __half* __restrict__ bias, __half* __restrict__ y, int ldy, int rows, int n,
                        int k, int act, int splits) {

@@ -64,8 +64,9 @@ pub fn cuda_kernel_names(arch: u32) -> Vec<&'static str> {
 }
 
 /// The most rows `dense_rows` takes (`DENSE_ROWS_MAX` in hip/kernels.hip): dense layers with
-/// at most this many rows (per-position layers at batch ≤ 8) run there instead of in a GEMM.
-pub const DENSE_ROWS_MAX: usize = 8;
+/// at most this many rows (per-position layers at batch ≤ 4) run there instead of in a GEMM.
+/// Measured on the H200 (T82): from 5 rows cuBLASLt is as fast or faster (session 3 records).
+pub const DENSE_ROWS_MAX: usize = 4;
 
 /// How many warps of `dense_rows` share one output of a `k`-wide layer: enough that each lane
 /// loads one 16-byte chunk of the weight row (8 values per lane, `8·warp` per warp), at most 8,

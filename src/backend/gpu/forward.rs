@@ -465,7 +465,7 @@ impl Forward<'_> {
 
     /// `y = act(x·Wᵀ (+ b))` in our `dense_rows` kernel, bias and activation included, where
     /// there are at most [`DENSE_ROWS_MAX`] rows of a width it takes (a multiple of 8): the
-    /// per-position layers at batch ≤ 8, which a library GEMM runs as one long K loop on a few
+    /// per-position layers at batch ≤ 4, which a library GEMM runs as one long K loop on a few
     /// blocks. Returns whether it ran.
     fn dense_rows(
         &self,
