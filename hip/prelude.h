@@ -66,7 +66,8 @@ static __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-// Sum over the block; `scratch` holds one float per warp. Every thread gets the total.
+// Sum over the block (at most WARP_SIZE warps); `scratch` holds one float per warp. Every
+// warp adds the per-warp sums with shuffles, so every thread gets the same total.
 static __device__ __forceinline__ float block_sum(float v, float* scratch) {
   const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
   const int warps = (blockDim.x + WARP_SIZE - 1) / WARP_SIZE;
@@ -74,7 +75,5 @@ static __device__ __forceinline__ float block_sum(float v, float* scratch) {
   __syncthreads();
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  float total = 0.f;
-  for (int w = 0; w < warps; ++w) total += scratch[w];
-  return total;
+  return warp_sum(lane < warps ? scratch[lane] : 0.f);
 }
