@@ -217,7 +217,8 @@ pub trait GpuDevice: Send + Sync {
     ) -> GpuResult<()>;
     /// Copies `bytes` device bytes from `src` to the host, waiting for the stream, and hands
     /// them to `read` where they landed (pinned staging memory), so that large results are
-    /// copied once, into their final place.
+    /// copied once, into their final place: in consecutive pieces, in order (a device may copy
+    /// the next piece while `read` takes one), each a multiple of 4 bytes but maybe the last.
     fn download_with(
         &self,
         src: DevicePtr,
@@ -231,7 +232,11 @@ pub trait GpuDevice: Send + Sync {
     /// Copies device bytes to the host, waiting for the stream.
     fn download(&self, src: DevicePtr, dst: &mut [u8]) -> GpuResult<()> {
         let bytes = dst.len();
-        self.download_with(src, bytes, &mut |landed| dst.copy_from_slice(landed))
+        let mut filled = 0;
+        self.download_with(src, bytes, &mut |landed| {
+            dst[filled..filled + landed.len()].copy_from_slice(landed);
+            filled += landed.len();
+        })
     }
     /// Fills `bytes` at `dst` with the byte `value`.
     fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()>;

@@ -284,6 +284,8 @@ const BLAS_WORKSPACE_BYTES: usize = 32 << 20;
 
 /// Copies smaller than this go straight from pageable memory.
 const STAGING_THRESHOLD: usize = 64 << 10;
+/// Downloads come back in pieces of this size (a multiple of 4, so f32 results split evenly).
+const DOWNLOAD_PIECE: usize = 1 << 20;
 
 impl CudaDevice {
     /// The pinned staging buffer, grown to at least `bytes`.
@@ -365,11 +367,33 @@ impl GpuDevice for CudaDevice {
             .expect("staging sized above")
             .as_mut_slice()
             .map_err(call_error("cuEventSynchronize"))?[..bytes];
-        // SAFETY: src is a device buffer of at least `bytes` bytes; we wait for the copy.
-        unsafe { cudarc::driver::result::memcpy_dtoh_async(pinned, src, self.stream.cu_stream()) }
+        // In pieces, each followed by an event: the host reads one piece while the next ones
+        // are still being copied (at batch 1024 the policy is 7.6 MB).
+        let mut copied = Vec::new();
+        for start in (0..bytes).step_by(DOWNLOAD_PIECE) {
+            let end = (start + DOWNLOAD_PIECE).min(bytes);
+            // SAFETY: src is a device buffer of at least `bytes` bytes; each piece of the
+            // staging memory is read only after its event says the copy has landed.
+            unsafe {
+                cudarc::driver::result::memcpy_dtoh_async(
+                    &mut pinned[start..end],
+                    src + start as u64,
+                    self.stream.cu_stream(),
+                )
+            }
             .map_err(call_error("cuMemcpyDtoHAsync"))?;
-        self.synchronize()?;
-        read(pinned);
+            let landed = self
+                .stream
+                .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                .map_err(call_error("cuEventRecord"))?;
+            copied.push((start..end, landed));
+        }
+        for (piece, landed) in copied {
+            landed
+                .synchronize()
+                .map_err(call_error("cuEventSynchronize"))?;
+            read(&pinned[piece]);
+        }
         Ok(())
     }
 
