@@ -272,30 +272,20 @@ mod tests {
     fn warp_layer_norm_kernels_hold_a_row() {
         let id = Activation::Identity;
         // T82's 768-wide rows: 3 chunks of 8 per lane on 32-wide warps, 2 on 64-wide waves.
-        assert_eq!(
-            layer_norm_warp_kernel(768, 32, id),
-            Some("layer_norm_warp_c3")
-        );
-        assert_eq!(
-            layer_norm_warp_kernel(768, 64, id),
-            Some("layer_norm_warp_c2")
-        );
-        assert_eq!(
-            layer_norm_warp_kernel(1024, 32, id),
-            Some("layer_norm_warp_c4")
-        );
-        assert_eq!(
-            layer_norm_warp_kernel(64, 32, id),
-            Some("layer_norm_warp_c1")
-        );
-        assert_eq!(
-            layer_norm_warp_kernel(1280, 32, id),
-            Some("layer_norm_warp_c6")
-        );
-        assert_eq!(
-            layer_norm_warp_kernel(2048, 32, id),
-            Some("layer_norm_warp_c8")
-        );
+        for (cols, warp, kernel) in [
+            (768, 32, "layer_norm_warp_c3"),
+            (768, 64, "layer_norm_warp_c2"),
+            (1024, 32, "layer_norm_warp_c4"),
+            (64, 32, "layer_norm_warp_c1"),
+            (1280, 32, "layer_norm_warp_c6"),
+            (2048, 32, "layer_norm_warp_c8"),
+        ] {
+            assert_eq!(
+                layer_norm_warp_kernel(cols, warp, id),
+                Some(kernel),
+                "{cols}"
+            );
+        }
         assert_eq!(layer_norm_warp_kernel(2056, 32, id), None);
         // Smolgen's 256-wide swish rows; other activations take the block kernel.
         assert_eq!(
