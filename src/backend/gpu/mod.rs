@@ -2,10 +2,11 @@
 //! over a [`GpuDevice`], with one captured graph per batch size.
 
 mod forward;
+mod lanes;
 mod weights;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput, ProfileReport};
 use crate::chess::InputPlanes;
@@ -16,6 +17,7 @@ use crate::profile::{KernelTiming, OpTiming, PassProfile, PassTiming};
 use crate::weights::Network;
 use crate::weights::format::{InputFormat, NetFormat};
 use forward::{Buffers, Forward, Marker, OpEvent, OpEvents, Shapes, upload_inputs};
+use lanes::LanePool;
 use weights::NetworkGpu;
 
 /// lc0's maximum batch size, the default `max_batch`.
@@ -127,89 +129,6 @@ impl Lane {
             profile: Vec::new(),
             tuned: Default::default(),
         })
-    }
-}
-
-/// The lanes of a backend and the calls waiting for one. Calls are served first come, first
-/// served: threads that share fewer lanes than they are take turns, which is what
-/// backendbench's per-thread timing (lc0's) assumes (an unfair lock let one thread take the
-/// lane again and again, and the formula then reported up to twice the real rate).
-struct LanePool<L> {
-    state: Mutex<PoolState<L>>,
-    changed: Condvar,
-}
-
-struct PoolState<L> {
-    lanes: Vec<Arc<Mutex<L>>>,
-    /// Indices of the lanes no call holds.
-    free: Vec<usize>,
-    /// The ticket the next call gets, and the one whose turn it is.
-    next_ticket: u64,
-    serving: u64,
-}
-
-impl<L> LanePool<L> {
-    fn new(first: L) -> Self {
-        Self {
-            state: Mutex::new(PoolState {
-                lanes: vec![Arc::new(Mutex::new(first))],
-                free: vec![0],
-                next_ticket: 0,
-                serving: 0,
-            }),
-            changed: Condvar::new(),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, PoolState<L>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn lanes(&self) -> Vec<Arc<Mutex<L>>> {
-        self.lock().lanes.clone()
-    }
-
-    /// Takes a lane in turn: the most recently freed one, else one made by `make` while there
-    /// are fewer than `most`, else waits. Returns its index.
-    fn take(&self, most: usize, make: impl FnOnce() -> GpuResult<L>) -> GpuResult<usize> {
-        let mut state = self.lock();
-        let ticket = state.next_ticket;
-        state.next_ticket += 1;
-        loop {
-            if state.serving == ticket {
-                if let Some(index) = state.free.pop() {
-                    state.serving += 1;
-                    self.changed.notify_all();
-                    return Ok(index);
-                }
-                if state.lanes.len() < most {
-                    // Made with the pool locked: the calls after this one wait for it anyway.
-                    let made = make();
-                    state.serving += 1;
-                    self.changed.notify_all();
-                    state.lanes.push(Arc::new(Mutex::new(made?)));
-                    return Ok(state.lanes.len() - 1);
-                }
-            }
-            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    fn give_back(&self, index: usize) {
-        self.lock().free.push(index);
-        self.changed.notify_all();
-    }
-}
-
-/// Returns a taken lane to its pool when the call ends, also when it fails or panics.
-struct GiveBack<'a, L> {
-    pool: &'a LanePool<L>,
-    index: usize,
-}
-
-impl<L> Drop for GiveBack<'_, L> {
-    fn drop(&mut self) {
-        self.pool.give_back(self.index);
     }
 }
 
@@ -350,18 +269,14 @@ impl GpuBackend {
     /// Runs `work` on a lane no other call holds: a free one, else a new one (up to
     /// `options.lanes`), else the first to come free, calls served in the order they came.
     fn with_lane<T>(&self, work: impl FnOnce(&mut Lane) -> GpuResult<T>) -> GpuResult<T> {
-        let index = self.pool.take(self.options.lanes, || {
+        let taken = self.pool.take(self.options.lanes, || {
             Lane::new(
                 self.device.new_lane()?,
                 &self.shapes,
                 self.options.max_batch,
             )
         })?;
-        let _give_back = GiveBack {
-            pool: &self.pool,
-            index,
-        };
-        let lane = self.pool.lanes()[index].clone();
+        let lane = taken.lane();
         let mut lane = lane.lock().unwrap_or_else(|e| e.into_inner());
         work(&mut lane)
     }
@@ -765,53 +680,6 @@ fn extend_f32(out: &mut Vec<f32>, bytes: &[u8]) {
 mod tests {
     use super::forward::Cost;
     use super::*;
-
-    #[test]
-    fn lanes_are_made_up_to_the_limit_and_waiting_calls_take_turns() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let pool = LanePool::new(0usize);
-        // Free lanes first; a new one only while all are taken; never more than `most`.
-        let first = pool.take(2, || panic!("lane 0 is free")).unwrap();
-        let second = pool.take(2, || Ok(1)).unwrap();
-        assert_eq!((first, second), (0, 1));
-        pool.give_back(first);
-        assert_eq!(pool.take(2, || panic!("lane 0 is free again")).unwrap(), 0);
-        let failed = LanePool::new(0usize);
-        failed.take(2, || panic!("free")).unwrap();
-        assert!(
-            failed
-                .take(2, || Err(GpuError::NoDevice("x".into())))
-                .is_err()
-        );
-        // One lane, two threads that each take it 50 times as fast as they can: served in
-        // turn, so the holders alternate (an unfair lock lets one thread take it repeatedly).
-        let single = LanePool::new(0usize);
-        let order = Mutex::new(Vec::new());
-        let arrived = AtomicUsize::new(0);
-        std::thread::scope(|scope| {
-            for thread in 0..2 {
-                let (single, order, arrived) = (&single, &order, &arrived);
-                scope.spawn(move || {
-                    arrived.fetch_add(1, Ordering::SeqCst);
-                    while arrived.load(Ordering::SeqCst) < 2 {
-                        std::thread::yield_now();
-                    }
-                    for _ in 0..50 {
-                        let index = single.take(1, || panic!("only one lane")).unwrap();
-                        order.lock().unwrap().push(thread);
-                        std::thread::sleep(std::time::Duration::from_micros(200));
-                        single.give_back(index);
-                    }
-                });
-            }
-        });
-        let order = order.into_inner().unwrap();
-        let repeats = order.windows(2).filter(|w| w[0] == w[1]).count();
-        assert!(
-            repeats <= 2,
-            "the same thread took the lane twice in a row {repeats} times: {order:?}"
-        );
-    }
 
     #[test]
     fn f32_results_are_read_from_aligned_and_unaligned_bytes() {
