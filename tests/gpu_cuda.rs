@@ -232,7 +232,8 @@ fn layer_norm_kernel_matches_cpu() {
 }
 
 /// The whole cuda-fp16 backend against the cpu oracle on the bundled nets, both GEMM paths,
-/// with and without graphs.
+/// with and without graphs, and with NaN-filled buffers (`poison`: any value read before the
+/// pass wrote it would turn the outputs NaN).
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn backend_matches_cpu_on_bundled_nets() {
@@ -245,8 +246,8 @@ fn backend_matches_cpu_on_bundled_nets() {
                 "gemm=lt",
                 "gemm=blas",
                 "gemm=lt,graph=false",
-                "gemm=lt,attention=portable",
-                "gemm=blas,max_batch=64",
+                "gemm=lt,attention=portable,poison=true",
+                "gemm=blas,max_batch=64,poison=true",
             ],
         );
     }

@@ -194,9 +194,8 @@ impl Buffers {
         (masks, masks + (n * PLANES * size_of::<u64>()) as DevicePtr)
     }
 
-    /// Device memory held by these buffers.
-    pub fn bytes(&self) -> usize {
-        let optional = |b: &Option<GpuBuffer>| b.as_ref().map_or(0, GpuBuffer::bytes);
+    /// Every buffer, for filling and counting.
+    fn all(&self) -> impl Iterator<Item = &GpuBuffer> {
         [
             &self.inputs,
             &self.tokens,
@@ -215,15 +214,25 @@ impl Buffers {
             &self.mlh_out,
             &self.finished,
         ]
-        .iter()
-        .map(|b| b.bytes())
-        .sum::<usize>()
-            + optional(&self.pe_dense_in)
-            + optional(&self.pe_dense_out)
-            + self
-                .smolgen
-                .as_ref()
-                .map_or(0, |s| s.iter().map(GpuBuffer::bytes).sum())
+        .into_iter()
+        .chain(self.pe_dense_in.iter())
+        .chain(self.pe_dense_out.iter())
+        .chain(self.smolgen.iter().flatten())
+    }
+
+    /// Device memory held by these buffers.
+    pub fn bytes(&self) -> usize {
+        self.all().map(GpuBuffer::bytes).sum()
+    }
+
+    /// Fills every buffer with `byte` (stream-ordered). Buffers are filled once, when made:
+    /// with zeros, so that no pass can ever see another process's leftovers and so that
+    /// compute-sanitizer's initcheck, which does not see the writes of cuBLAS/cuBLASLt GEMMs
+    /// (docs/validation.md), can check the rest; or with 0xFF (NaN in fp16 and f32) under
+    /// `poison=true`, so that any value read before the pass wrote it turns the outputs NaN.
+    pub fn fill(&self, device: &dyn GpuDevice, byte: u8) -> GpuResult<()> {
+        self.all()
+            .try_for_each(|b| device.fill(b.ptr(), b.bytes(), byte))
     }
 }
 

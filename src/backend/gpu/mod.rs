@@ -44,6 +44,10 @@ pub struct GpuOptions {
     /// get a lane each (its own stream and buffers, made when first needed), so their passes
     /// overlap on the GPU; beyond that they wait.
     pub lanes: usize,
+    /// Fill the activation buffers with NaN instead of zeros when they are made
+    /// (`poison=true`): a validation mode in which any value read before the pass wrote it
+    /// makes the outputs NaN, so `selftest` fails.
+    pub poison: bool,
 }
 
 impl GpuOptions {
@@ -88,6 +92,7 @@ impl GpuOptions {
             gemm,
             graph: options.get::<bool>(backend, "graph")?.unwrap_or(true),
             profile: options.get::<bool>(backend, "profile")?.unwrap_or(false),
+            poison: options.get::<bool>(backend, "poison")?.unwrap_or(false),
             lanes,
             tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref() {
                 None | Some("mma") => true,
@@ -118,9 +123,11 @@ struct Lane {
 }
 
 impl Lane {
-    /// A lane on `device` with buffers for `max_batch` positions (ready when this returns).
-    fn new(device: Arc<dyn GpuDevice>, shapes: &Shapes, max_batch: usize) -> GpuResult<Self> {
-        let buffers = Buffers::new(device.as_ref(), shapes, max_batch)?;
+    /// A lane on `device` with buffers for `max_batch` positions, filled with zeros (or NaN
+    /// under `poison`), ready when this returns.
+    fn new(device: Arc<dyn GpuDevice>, shapes: &Shapes, options: &GpuOptions) -> GpuResult<Self> {
+        let buffers = Buffers::new(device.as_ref(), shapes, options.max_batch)?;
+        buffers.fill(device.as_ref(), if options.poison { 0xFF } else { 0 })?;
         device.synchronize()?;
         Ok(Self {
             device,
@@ -243,7 +250,7 @@ impl GpuBackend {
             _ => portable,
         };
         let net = NetworkGpu::upload(device.as_ref(), network)?;
-        let first = Lane::new(device.clone(), &shapes, options.max_batch)?;
+        let first = Lane::new(device.clone(), &shapes, &options)?;
         Ok(Self {
             name: name.to_owned(),
             device,
@@ -270,11 +277,7 @@ impl GpuBackend {
     /// `options.lanes`), else the first to come free, calls served in the order they came.
     fn with_lane<T>(&self, work: impl FnOnce(&mut Lane) -> GpuResult<T>) -> GpuResult<T> {
         let taken = self.pool.take(self.options.lanes, || {
-            Lane::new(
-                self.device.new_lane()?,
-                &self.shapes,
-                self.options.max_batch,
-            )
+            Lane::new(self.device.new_lane()?, &self.shapes, &self.options)
         })?;
         let lane = taken.lane();
         let mut lane = lane.lock().unwrap_or_else(|e| e.into_inner());

@@ -71,9 +71,12 @@ unsafe impl Send for LtCache {}
 impl LtCache {
     pub fn new(stream: &Arc<CudaStream>) -> GpuResult<Self> {
         let handle = lt::create_handle().map_err(lt_error("cublasLtCreate"))?;
-        // SAFETY: scratch memory for cuBLASLt, never read by us.
-        let workspace =
-            unsafe { stream.alloc::<u8>(WORKSPACE_BYTES) }.map_err(driver_error("cuMemAlloc"))?;
+        // Zeroed once: cuBLASLt's split-K kernels write partial sums here and its reduction
+        // kernel reads them, and compute-sanitizer's initcheck sees neither library write, so
+        // uninitialised scratch would make every split-K GEMM a false report.
+        let workspace = stream
+            .alloc_zeros::<u8>(WORKSPACE_BYTES)
+            .map_err(driver_error("cuMemAlloc"))?;
         let workspace_ptr = workspace.device_ptr(stream).0;
         Ok(Self {
             handle,

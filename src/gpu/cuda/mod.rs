@@ -170,9 +170,9 @@ impl CudaDevice {
         unsafe { blas::set_stream(handle, stream.cu_stream() as _) }
             .map_err(blas_error("cublasSetStream"))?;
         // A workspace of its own, so that cuBLAS allocates nothing inside captured graphs (it
-        // otherwise adds memory alloc/free nodes to them).
-        // SAFETY: scratch memory for cuBLAS, never read by us.
-        let blas_workspace = unsafe { stream.alloc::<u8>(BLAS_WORKSPACE_BYTES) }
+        // otherwise adds memory alloc/free nodes to them). Zeroed once, as cuBLASLt's (lt.rs).
+        let blas_workspace = stream
+            .alloc_zeros::<u8>(BLAS_WORKSPACE_BYTES)
             .map_err(call_error("cuMemAlloc"))?;
         // SAFETY: the workspace outlives the handle (both owned by the device; the handle is
         // destroyed first, in `drop`).
