@@ -229,12 +229,23 @@ fn history_fill_modes_for_a_fen() {
         HistoryFill::Always,
     );
     assert_eq!(boards_written(&e), 2, "e7e6 zeroed rule50");
+    // lc0 flags e7e5 only if a white pawn stands on d5 or f5: no flag, but rule50 = 0.
     let e = encode(
         "startpos moves e2e4 e7e5 g1f3 b8c6",
         InputFormat::Canonical,
         HistoryFill::Always,
     );
-    assert_eq!(boards_written(&e), 2, "e7e5 left an en-passant flag");
+    assert_eq!(boards_written(&e), 3, "e7e5 zeroed rule50 and left no flag");
+    let e = encode(
+        "startpos moves e2e4 d7d5 e4e5 f7f5 g1f3",
+        InputFormat::Canonical,
+        HistoryFill::Always,
+    );
+    assert_eq!(
+        boards_written(&e),
+        1,
+        "f7f5 left an en-passant flag (white pawn e5 beside f5)"
+    );
     let e = encode(
         "fen r3k3/8/8/8/8/8/8/4K2R w Kq - 4 30 moves h1h2 a8a7 h2h1",
         InputFormat::Canonical,
