@@ -3,10 +3,9 @@
 //! probabilities at a temperature.
 
 use serde::Serialize;
-use shakmaty::CastlingMode;
-use shakmaty::uci::UciMove;
 
 use crate::backend::{Backend, BackendError, legal_move_probabilities};
+use crate::chess::castling::uci_notation;
 use crate::chess::policy_index::legal_moves_with_indices;
 use crate::chess::{HistoryFill, PositionHistory, encode_position};
 
@@ -18,7 +17,8 @@ pub struct PositionEval {
     pub m: f32,
     /// Win, draw, loss probabilities for the side to move.
     pub wdl: [f32; 3],
-    /// Legal moves in UCI (castling as e1g1) with their probabilities, most likely first.
+    /// Legal moves in UCI as lc0 writes them without UCI_Chess960 (standard castling as e1g1,
+    /// Chess960 castling as king takes rook) with their probabilities, most likely first.
     pub policy: Vec<(String, f32)>,
 }
 
@@ -47,7 +47,7 @@ pub fn evaluate_positions(
             let mut policy: Vec<(String, f32)> = legal
                 .iter()
                 .zip(probabilities)
-                .map(|(&(m, _), p)| (UciMove::from_move(m, CastlingMode::Standard).to_string(), p))
+                .map(|(&(m, _), p)| (uci_notation(m, false).to_string(), p))
                 .collect();
             policy.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             PositionEval {

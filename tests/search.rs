@@ -95,7 +95,7 @@ fn mates_in_one_are_found_with_a_few_hundred_nodes() {
         let mut search = Search::new(backend.clone(), SearchParams::default());
         search.set_position(history(spec));
         let result = search_nodes(&mut search, 300);
-        assert_eq!(uci(&result.best_move), mate, "{spec}");
+        assert_eq!(uci(&result.best_move, false), mate, "{spec}");
         assert_eq!(result.info.mate, Some(1), "{spec}");
         assert!(result.info.q > 0.9, "{spec}: q {}", result.info.q);
     }
@@ -125,7 +125,7 @@ fn leaves_are_batched_and_best_moves_are_legal() {
         assert!(
             h.last().position.is_legal(result.best_move),
             "{spec}: {}",
-            uci(&result.best_move)
+            uci(&result.best_move, false)
         );
         assert_eq!(result.info.nodes, 160, "{spec}");
         assert!(result.info.depth >= 1 && result.info.seldepth >= result.info.depth);

@@ -8,6 +8,7 @@
 //! naming a file without a rook, an inner rook): such rights are encoded, but no castling move
 //! is generated for them.
 
+use shakmaty::uci::UciMove;
 use shakmaty::{Bitboard, Board, CastlingSide, Color, File, Move, Rank, Role, Square};
 
 /// lc0's castling rights: `Some(rook file)` per colour and side while the right lasts.
@@ -110,6 +111,21 @@ impl Castling {
     }
 }
 
+/// A move in UCI notation as lc0 writes it. With `UCI_Chess960` castling is the king taking
+/// its own rook (e1h1); without it lc0 (v0.31.2 `GetLegacyMove`) writes only the standard
+/// castlings (king on e1/e8, rook on the a or h file) as the king's destination (e1g1, e8c8)
+/// and every other castling still as king-takes-rook.
+pub fn uci_notation(m: Move, chess960: bool) -> UciMove {
+    match m {
+        Move::Castle { king, rook }
+            if !chess960 && king.file() == File::E && matches!(rook.file(), File::A | File::H) =>
+        {
+            UciMove::from_standard(m)
+        }
+        _ => UciMove::from_chess960(m),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,5 +165,19 @@ mod tests {
         let after = start.after_move(&board, Color::White, knight);
         assert_eq!(after.rook_file(Color::Black, CastlingSide::KingSide), None);
         assert_eq!(after.rook_squares().count(), 3);
+    }
+    #[test]
+    fn castling_notation_as_lc0_writes_it() {
+        let castle = |king, rook| Move::Castle { king, rook };
+        let text = |m, chess960| uci_notation(m, chess960).to_string();
+        assert_eq!(text(castle(Square::E1, Square::H1), false), "e1g1");
+        assert_eq!(text(castle(Square::E8, Square::A8), false), "e8c8");
+        assert_eq!(text(castle(Square::E1, Square::H1), true), "e1h1");
+        // A Chess960 castling is king-takes-rook even without UCI_Chess960.
+        assert_eq!(text(castle(Square::F1, Square::G1), false), "f1g1");
+        assert_eq!(text(castle(Square::B8, Square::A8), false), "b8a8");
+        assert_eq!(text(castle(Square::E1, Square::G1), false), "e1g1");
+        let push = normal(Role::Pawn, Square::E2, Square::E4, None);
+        assert_eq!(text(push, false), "e2e4");
     }
 }

@@ -7,8 +7,8 @@
 use std::num::NonZeroU32;
 
 use shakmaty::{
-    Bitboard, Board, CastlingMode, CastlingSide, Chess, Color, File, FromSetup, Piece, PositionError,
-    PositionErrorKinds, Rank, Role, Setup, Square,
+    Bitboard, Board, CastlingMode, CastlingSide, Chess, Color, File, FromSetup, Piece,
+    PositionError, PositionErrorKinds, Rank, Role, Setup, Square,
 };
 
 use super::castling::{Castling, back_rank};
@@ -220,11 +220,23 @@ fn parse_castling(field: &str, board: &Board) -> Result<Castling, FenError> {
 
 /// The rook of `color` on its back rank farthest from the king on `side`, searched from the
 /// board's edge towards the king's file (exclusive); queens do not count.
-fn outermost_rook(board: &Board, color: Color, king_file: File, side: CastlingSide) -> Option<File> {
+fn outermost_rook(
+    board: &Board,
+    color: Color,
+    king_file: File,
+    side: CastlingSide,
+) -> Option<File> {
     let rooks = board.rooks() & board.by_color(color);
     let candidates: Vec<File> = match side {
-        CastlingSide::KingSide => File::ALL.into_iter().rev().take_while(|&f| f != king_file).collect(),
-        CastlingSide::QueenSide => File::ALL.into_iter().take_while(|&f| f != king_file).collect(),
+        CastlingSide::KingSide => File::ALL
+            .into_iter()
+            .rev()
+            .take_while(|&f| f != king_file)
+            .collect(),
+        CastlingSide::QueenSide => File::ALL
+            .into_iter()
+            .take_while(|&f| f != king_file)
+            .collect(),
     };
     candidates
         .into_iter()

@@ -133,11 +133,7 @@ impl Default for PositionHistory {
 impl PositionHistory {
     pub fn startpos() -> Self {
         Self {
-            entries: vec![HistoryEntry::new(
-                Chess::default(),
-                Castling::standard(),
-                0,
-            )],
+            entries: vec![HistoryEntry::new(Chess::default(), Castling::standard(), 0)],
         }
     }
 

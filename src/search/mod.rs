@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use shakmaty::uci::UciMove;
-use shakmaty::{CastlingMode, Move, Position};
+use shakmaty::{Move, Position};
 
 use crate::backend::{Backend, BackendError, DEFAULT_POLICY_TEMPERATURE, legal_move_probabilities};
+use crate::chess::castling::uci_notation;
 use crate::chess::policy_index::legal_moves_with_indices;
 use crate::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
 use cache::{CachedEval, NnCache};
@@ -36,6 +36,8 @@ pub struct SearchParams {
     /// The most nodes the tree may hold (each about 48 bytes); a search that reaches it ends,
     /// as lc0's RamLimitMb does, instead of growing until memory runs out.
     pub max_tree_nodes: usize,
+    /// UCI_Chess960: castling moves are written as king takes rook.
+    pub chess960: bool,
 }
 
 impl Default for SearchParams {
@@ -49,6 +51,7 @@ impl Default for SearchParams {
             minibatch: 256,
             cache_size: 200_000,
             max_tree_nodes: 40_000_000,
+            chess960: false,
         }
     }
 }
@@ -74,6 +77,8 @@ pub struct SearchInfo {
     /// Mate in this many moves for the side to move, when the best move mates.
     pub mate: Option<i32>,
     pub pv: Vec<Move>,
+    /// Whether moves are written in Chess960 notation (king takes rook).
+    pub chess960: bool,
 }
 
 impl SearchInfo {
@@ -92,15 +97,20 @@ impl SearchInfo {
         (90.0 * (1.563_754_189_7 * q).tan()).round() as i32
     }
 
-    /// The principal variation in UCI notation (castling as e1g1).
+    /// The principal variation in UCI notation.
     pub fn pv_uci(&self) -> Vec<String> {
-        self.pv.iter().map(uci).collect()
+        self.pv.iter().map(|m| self.move_uci(m)).collect()
+    }
+
+    /// A move in UCI notation, castling as this search's notation asks.
+    pub fn move_uci(&self, m: &Move) -> String {
+        uci(m, self.chess960)
     }
 }
 
-/// A move in UCI notation, castling as king to its destination (e1g1).
-pub fn uci(m: &Move) -> String {
-    UciMove::from_move(*m, CastlingMode::Standard).to_string()
+/// A move in UCI notation as lc0 writes it (see [`uci_notation`]).
+pub fn uci(m: &Move, chess960: bool) -> String {
+    uci_notation(*m, chess960).to_string()
 }
 
 /// Why a search could not run.
@@ -423,6 +433,7 @@ impl Search {
             q,
             mate,
             pv,
+            chess960: self.params.chess960,
         }
     }
 }
