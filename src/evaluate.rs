@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::backend::{Backend, BackendError, legal_move_probabilities};
 use crate::chess::castling::uci_notation;
-use crate::chess::policy_index::legal_moves_with_indices;
+use crate::chess::policy_index::entry_moves_with_indices;
 use crate::chess::{HistoryFill, PositionHistory, encode_position};
 
 /// The evaluation of one position.
@@ -41,8 +41,7 @@ pub fn evaluate_positions(
         .zip(&encoded)
         .enumerate()
         .map(|(i, (history, enc))| {
-            let position = &history.last().position;
-            let legal = legal_moves_with_indices(position, enc.transform);
+            let legal = entry_moves_with_indices(history.last(), enc.transform);
             let probabilities = legal_move_probabilities(out.policy_of(i), &legal, temperature);
             let mut policy: Vec<(String, f32)> = legal
                 .iter()

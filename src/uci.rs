@@ -290,7 +290,7 @@ impl Engine {
             return say(&self.out, "bestmove 0000");
         }
         let mut search = self.search.take().expect("ensure_search made one");
-        let turn = search.history().last().position.turn();
+        let turn = search.history().last().turn;
         let limits = match parse_go(rest, turn, self.move_overhead) {
             Ok(limits) => limits,
             Err(e) => {
@@ -420,7 +420,7 @@ fn position_history(start: &str, moves: &[String]) -> Result<PositionHistory, St
 
 /// The moves `ucis` as played from the last position of `history`, if all are legal.
 fn moves_between(history: &PositionHistory, ucis: &[String]) -> Option<Vec<Move>> {
-    let mut position = history.last().position.clone();
+    let mut position = history.last().position.clone()?;
     let mut played = Vec::with_capacity(ucis.len());
     for text in ucis {
         let m = UciMove::from_str(text).ok()?.to_move(&position).ok()?;

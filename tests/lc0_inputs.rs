@@ -10,7 +10,7 @@ use lc0rs::chess::{
 use lc0rs::search::terminal_value;
 use lc0rs::weights::format::InputFormat;
 use proptest::prelude::*;
-use shakmaty::{CastlingSide, Color, Move, Position, Role, Square};
+use shakmaty::{CastlingSide, Color, Move, Role, Square};
 
 const ALL: u64 = !0;
 const AUX: usize = 104;
@@ -177,6 +177,39 @@ fn impossible_check_is_encoded_from_blacks_view() {
 }
 
 #[test]
+fn side_not_to_move_in_check_is_encoded_with_lc0s_moves() {
+    let spec = "fen 4k3/8/8/8/8/8/4Q3/4K3 w - - 0 1";
+    let e = encode(spec, InputFormat::Classical112, HistoryFill::No);
+    assert_eq!(
+        board(&e, 0),
+        [
+            0,
+            0,
+            0,
+            0,
+            square("e2"),
+            square("e1"),
+            0,
+            0,
+            0,
+            0,
+            0,
+            square("e8")
+        ]
+    );
+    // lc0's list holds the capture of the king; no game continues after it.
+    let history = PositionHistory::from_spec(spec).unwrap();
+    let legal = history.last().legal_moves();
+    assert!(legal.iter().any(|m| m.to() == Square::E8 && m.is_capture()));
+    assert!(history.last().position.is_none());
+    assert_eq!(terminal_value(&history), None);
+    assert!(matches!(
+        PositionHistory::from_spec(&format!("{spec} moves e1d1")),
+        Err(ChessError::BadMove { ply: 0, .. })
+    ));
+}
+
+#[test]
 fn castling_right_with_king_off_its_square() {
     // K: the outermost white rook right of the king on d1 is h1.
     let spec = "fen 4k3/8/8/8/8/8/8/3K3R w K - 0 1";
@@ -251,11 +284,11 @@ fn chess960_castling_is_played_and_updates_rights() {
             .rook_file(Color::White, CastlingSide::KingSide),
         None
     );
-    assert_eq!(history.last().position.board().role_at(Square::F1), None);
+    assert_eq!(history.last().board.role_at(Square::F1), None);
     // White castles h-side with the rook on g1 (king takes rook), which ends white's rights.
     let spec = "fen bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKR1 w GEge - 0 1 moves f1g1";
     let history = PositionHistory::from_spec(spec).unwrap();
-    let board = history.last().position.board();
+    let board = &history.last().board;
     assert_eq!(board.king_of(Color::White), Some(Square::G1));
     assert_eq!(board.role_at(Square::F1), Some(Role::Rook));
     let castling = history.last().castling;
@@ -320,7 +353,7 @@ fn what_lc0_refuses_is_refused_naming_the_field() {
     ));
     // lc0 takes missing trailing fields as `w - - 0 1`, and fewer ranks as empty ones.
     let short = PositionHistory::from_fen("4k3/8/8/8/8/8/8/4K3").unwrap();
-    assert_eq!(short.last().position.turn(), Color::White);
+    assert_eq!(short.last().turn, Color::White);
     assert!(PositionHistory::from_fen("4k3/8/4K3 b").is_ok());
 }
 
@@ -367,8 +400,8 @@ fn naive_flag(history: &PositionHistory, m: Move) -> u64 {
     if from.abs_diff(to) != 16 {
         return 0;
     }
-    let board = history.last().position.board();
-    let enemy = u64::from(board.pawns() & board.by_color(history.last().position.turn()));
+    let board = &history.last().board;
+    let enemy = u64::from(board.pawns() & board.by_color(history.last().turn));
     let file = to % 8;
     let left = file > 0 && enemy >> (to - 1) & 1 == 1;
     let right = file < 7 && enemy >> (to + 1) & 1 == 1;
@@ -379,7 +412,7 @@ fn naive_flag(history: &PositionHistory, m: Move) -> u64 {
 /// square only where lc0's flag is set.
 fn fen_of(history: &PositionHistory) -> String {
     let entry = history.last();
-    let turn = entry.position.turn();
+    let turn = entry.turn;
     let mut castling = String::new();
     for color in [Color::White, Color::Black] {
         for side in [CastlingSide::KingSide, CastlingSide::QueenSide] {
@@ -405,7 +438,7 @@ fn fen_of(history: &PositionHistory) -> String {
     };
     format!(
         "{} {} {castling} {ep} {} 1",
-        entry.position.board(),
+        entry.board,
         if turn == Color::White { 'w' } else { 'b' },
         entry.rule50
     )
@@ -425,7 +458,7 @@ fn check_random_game(start: &str, seed: u64, plies: usize) -> Result<(), TestCas
     let mut history = PositionHistory::from_spec(start).unwrap();
     let mut state = seed | 1;
     for _ in 0..plies {
-        let legal = history.last().position.legal_moves();
+        let legal = history.last().legal_moves();
         if legal.is_empty() {
             break;
         }

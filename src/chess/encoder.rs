@@ -1,7 +1,7 @@
 //! The 112 input planes of a position with its history, for every lc0 input format
 //! (lc0-network.md §2), and the canonicalising transform chosen for it.
 
-use shakmaty::{CastlingSide, Color, Position, Role};
+use shakmaty::{CastlingSide, Color, Role};
 
 use super::history::{HistoryEntry, PositionHistory};
 use super::transform::{Transform, flip_files, mirror_ranks, transpose};
@@ -121,7 +121,7 @@ pub fn encode_position(
 ) -> EncodedPosition {
     let mut planes = [InputPlane::EMPTY; INPUT_PLANES];
     let current = history.last();
-    let us = current.position.turn();
+    let us = current.turn;
     write_aux_planes(&mut planes, current, format);
     write_history(&mut planes, history, format, fill, us);
     let transform = if is_canonical(format) {
@@ -154,7 +154,7 @@ fn write_aux_planes(
     format: InputFormat,
 ) {
     let aux = &mut planes[AUX_PLANE_BASE..];
-    let us = current.position.turn();
+    let us = current.turn;
     let castling = &current.castling;
     if format == InputFormat::Classical112 {
         let all_if = |color: Color, side: CastlingSide| {
@@ -256,7 +256,7 @@ fn write_history(
 /// Our 6 then their 6 piece bitboards (pawn, knight, bishop, rook, queen, king) from `us`'s
 /// view.
 fn piece_masks(entry: &HistoryEntry, us: Color, synthesized: bool) -> [u64; 12] {
-    let board = entry.position.board();
+    let board = &entry.board;
     let roles = [
         Role::Pawn,
         Role::Knight,
@@ -280,7 +280,7 @@ fn piece_masks(entry: &HistoryEntry, us: Color, synthesized: bool) -> [u64; 12] 
 
 /// `entry`'s en-passant flag seen from `us`.
 fn view_from(entry: &HistoryEntry, us: Color) -> u64 {
-    if entry.position.turn() == us {
+    if entry.turn == us {
         entry.en_passant
     } else {
         mirror_ranks(entry.en_passant)

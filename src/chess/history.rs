@@ -1,12 +1,14 @@
 //! A game as lc0 sees it: the positions since the FEN, each with lc0's castling rights,
 //! en-passant flag, fifty-move counter and repetition count.
 
+use std::hash::{Hash, Hasher};
+
 use shakmaty::uci::UciMove;
-use shakmaty::zobrist::Zobrist64;
-use shakmaty::{Chess, Color, EnPassantMode, Move, Position, Role, Square};
+use shakmaty::{Board, Chess, Color, Move, Position, Role, Square};
 
 use super::castling::Castling;
 use super::fen::{FenError, Lc0Fen};
+use super::opposite_check;
 
 /// Why a position or move was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,10 +28,15 @@ pub enum ChessError {
 /// One position of the game.
 #[derive(Debug, Clone)]
 pub struct HistoryEntry {
-    /// The rules: board, side to move and move generation (shakmaty). Its castling rights and
-    /// en-passant square serve move generation only; the network sees `castling` and
-    /// `en_passant`.
-    pub position: Chess,
+    /// The pieces, as lc0 sees them.
+    pub board: Board,
+    /// The side to move.
+    pub turn: Color,
+    /// The rules for move generation and play (shakmaty), whose castling rights and
+    /// en-passant square serve move generation only (the network sees `castling` and
+    /// `en_passant`). `None` where the side not to move is in check: lc0 evaluates such a FEN,
+    /// but no game continues from it and shakmaty cannot hold it.
+    pub position: Option<Chess>,
     /// lc0's castling rights with their rook files.
     pub castling: Castling,
     /// lc0's en-passant flag as a mask from the side to move's view: after a double pawn push
@@ -46,45 +53,56 @@ pub struct HistoryEntry {
 }
 
 impl HistoryEntry {
-    fn new(position: Chess, castling: Castling, en_passant: u64) -> Self {
-        let rule50 = position.halfmoves();
-        let key = repetition_key(&position, castling, en_passant);
-        Self {
-            position,
+    fn playable(position: Chess, castling: Castling, en_passant: u64) -> Self {
+        let entry = Self {
+            board: position.board().clone(),
+            turn: position.turn(),
+            rule50: position.halfmoves(),
+            position: Some(position),
             castling,
             en_passant,
-            rule50,
             repetitions: 0,
-            key,
-        }
+            key: 0,
+        };
+        entry.with_key()
+    }
+
+    fn with_key(mut self) -> Self {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.board.hash(&mut hasher);
+        self.turn.hash(&mut hasher);
+        self.castling.hash(&mut hasher);
+        self.en_passant.hash(&mut hasher);
+        let legal_ep = self.position.as_ref().and_then(|p| p.legal_ep_square());
+        legal_ep.hash(&mut hasher);
+        self.key = hasher.finish();
+        self
     }
 
     /// lc0's board equality: pieces, side to move, castling rights and en-passant flag.
     fn same_board(&self, other: &HistoryEntry) -> bool {
         self.en_passant == other.en_passant
             && self.castling == other.castling
-            && self.position.turn() == other.position.turn()
-            && self.position.board() == other.position.board()
+            && self.turn == other.turn
+            && self.board == other.board
     }
 
     /// Whether this is the standard start position (for lc0's `fen_only` history fill).
     pub fn is_startpos(&self) -> bool {
-        let start = Chess::default();
         self.en_passant == 0
             && self.castling == Castling::standard()
-            && self.position.turn() == Color::White
-            && self.position.board() == start.board()
+            && self.turn == Color::White
+            && self.board == Board::new()
     }
-}
 
-fn repetition_key(position: &Chess, castling: Castling, en_passant: u64) -> u64 {
-    let hash: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
-    let mix = |value: u64, salt: u32| {
-        (value ^ 0x9e37_79b9_7f4a_7c15)
-            .wrapping_mul(0xbf58_476d_1ce4_e5b9)
-            .rotate_left(salt)
-    };
-    u64::from(hash) ^ mix(en_passant, 17) ^ mix(u64::from(castling.rook_squares()), 41)
+    /// The legal moves as lc0 lists them: shakmaty's where it holds the position, else (the
+    /// side not to move in check) lc0's own rule with king captures (see [`opposite_check`]).
+    pub fn legal_moves(&self) -> Vec<Move> {
+        match &self.position {
+            Some(position) => position.legal_moves().into_iter().collect(),
+            None => opposite_check::legal_moves(&self.board, self.turn, self.en_passant),
+        }
+    }
 }
 
 /// lc0's en-passant flag after `m` (v0.31.2 `ChessBoard::ApplyMove`): set after a double pawn
@@ -133,7 +151,11 @@ impl Default for PositionHistory {
 impl PositionHistory {
     pub fn startpos() -> Self {
         Self {
-            entries: vec![HistoryEntry::new(Chess::default(), Castling::standard(), 0)],
+            entries: vec![HistoryEntry::playable(
+                Chess::default(),
+                Castling::standard(),
+                0,
+            )],
         }
     }
 
@@ -144,8 +166,21 @@ impl PositionHistory {
             reason,
         };
         let parsed = Lc0Fen::parse(fen).map_err(bad)?;
-        let position = parsed.playable_position().map_err(bad)?;
-        let entry = HistoryEntry::new(position, parsed.castling, parsed.en_passant_flag());
+        let en_passant = parsed.en_passant_flag();
+        let entry = match parsed.playable_position() {
+            Some(position) => HistoryEntry::playable(position, parsed.castling, en_passant),
+            None => HistoryEntry {
+                board: parsed.board,
+                turn: parsed.turn,
+                position: None,
+                castling: parsed.castling,
+                en_passant,
+                rule50: parsed.rule50,
+                repetitions: 0,
+                key: 0,
+            }
+            .with_key(),
+        };
         Ok(Self {
             entries: vec![entry],
         })
@@ -188,24 +223,28 @@ impl PositionHistory {
             reason,
         };
         let parsed: UciMove = uci.parse().map_err(|_| bad("not a UCI move".to_owned()))?;
-        let m = parsed
-            .to_move(&self.last().position)
-            .map_err(|e| bad(e.to_string()))?;
+        let Some(position) = &self.last().position else {
+            return Err(bad(
+                "no move continues a position whose side not to move is in check".to_owned(),
+            ));
+        };
+        let m = parsed.to_move(position).map_err(|e| bad(e.to_string()))?;
         self.play(m);
         Ok(())
     }
 
     /// Plays a legal move, updating castling rights and the en-passant flag by lc0's rules.
+    /// A position whose side not to move is in check has no legal move to play: there, this
+    /// does nothing.
     pub fn play(&mut self, m: Move) {
         let before = self.last();
-        let mover = before.position.turn();
-        let castling = before
-            .castling
-            .after_move(before.position.board(), mover, m);
-        let mut position = before.position.clone();
+        let Some(mut position) = before.position.clone() else {
+            return;
+        };
+        let castling = before.castling.after_move(&before.board, before.turn, m);
         position.play_unchecked(m);
         let en_passant = en_passant_flag_after(&position, m);
-        let mut entry = HistoryEntry::new(position, castling, en_passant);
+        let mut entry = HistoryEntry::playable(position, castling, en_passant);
         entry.repetitions = self.repetitions_of(&entry);
         self.entries.push(entry);
     }

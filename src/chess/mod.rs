@@ -7,6 +7,7 @@ pub mod castling;
 pub mod encoder;
 pub mod fen;
 pub mod history;
+pub mod opposite_check;
 pub mod policy_index;
 pub mod transform;
 

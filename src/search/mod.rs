@@ -14,7 +14,7 @@ use shakmaty::{Move, Position};
 
 use crate::backend::{Backend, BackendError, DEFAULT_POLICY_TEMPERATURE, legal_move_probabilities};
 use crate::chess::castling::uci_notation;
-use crate::chess::policy_index::legal_moves_with_indices;
+use crate::chess::policy_index::entry_moves_with_indices;
 use crate::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
 use cache::{CachedEval, NnCache};
 use tree::{ROOT, Tree};
@@ -118,6 +118,8 @@ pub fn uci(m: &Move, chess960: bool) -> String {
 pub enum SearchError {
     #[error("the game is over in this position: no move to search")]
     GameOver,
+    #[error("the side not to move is in check: no game continues from this position")]
+    NoContinuation,
     #[error(transparent)]
     Backend(#[from] BackendError),
 }
@@ -211,8 +213,12 @@ impl Search {
         stop: &AtomicBool,
         on_batch: &mut dyn FnMut(&SearchInfo),
     ) -> Result<SearchResult, SearchError> {
-        if self.root.last().position.legal_moves().is_empty() {
-            return Err(SearchError::GameOver);
+        match &self.root.last().position {
+            None => return Err(SearchError::NoContinuation),
+            Some(position) if position.legal_moves().is_empty() => {
+                return Err(SearchError::GameOver);
+            }
+            Some(_) => {}
         }
         let start = Instant::now();
         let mut stats = DepthStats::default();
@@ -394,7 +400,7 @@ impl Search {
         }
         let encoded = encode_position(&self.root, self.backend.input_format(), self.fill);
         let current = self.root.last();
-        let legal = legal_moves_with_indices(&current.position, encoded.transform);
+        let legal = entry_moves_with_indices(current, encoded.transform);
         let key = NnCache::key(&encoded.planes, current.key);
         if let Some(eval) = self.cache.get(key).cloned() {
             self.expand_and_back_up(path, &legal, &eval);
@@ -470,10 +476,11 @@ impl DepthStats {
 
 /// The game result for the player who just moved into the last position, if the game is over:
 /// +1 when they mated, 0 for stalemate, the fifty-move rule, threefold repetition or
-/// insufficient material.
+/// insufficient material. `None` also where no game continues (the side not to move in
+/// check), a position the search refuses at its root and never reaches by a move.
 pub fn terminal_value(history: &PositionHistory) -> Option<f32> {
     let entry = history.last();
-    let position = &entry.position;
+    let position = entry.position.as_ref()?;
     if position.legal_moves().is_empty() {
         return Some(if position.is_check() { 1.0 } else { 0.0 });
     }
