@@ -59,11 +59,6 @@ impl Castling {
         self.rook_files[color_index(color)][side_index(side)] = None;
     }
 
-    /// Whether any right is held.
-    pub fn any(&self) -> bool {
-        self.rook_files.iter().flatten().any(Option::is_some)
-    }
-
     /// The rook square of `color`'s right on `side`, if held.
     pub fn rook_square(&self, color: Color, side: CastlingSide) -> Option<Square> {
         self.rook_file(color, side)
