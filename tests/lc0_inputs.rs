@@ -503,3 +503,45 @@ proptest! {
         check_random_game(STARTS[start], seed, 80)?;
     }
 }
+
+// ---- UCI ---------------------------------------------------------------------------------
+
+/// The engine's whole output for `commands` (ending with `quit`).
+fn uci_session(commands: &str) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lc0rs"))
+        .args(["uci", "-b", "cpu"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(commands.as_bytes()).unwrap();
+    drop(stdin);
+    String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+}
+
+#[test]
+fn uci_takes_chess960_castling_and_the_option() {
+    let out = uci_session(
+        "uci\n\
+         setoption name UCI_Chess960 value true\n\
+         position fen bqnbrkr1/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKR1 w GEge - 0 1 moves f1g1 f8g8\n\
+         position startpos moves e2e4 e7e5 g1f3 b8c6 f1c4 g8f6 e1g1\n\
+         position startpos moves e2e4 e7e5 g1f3 b8c6 f1c4 g8f6 e1h1\n\
+         setoption name UCI_Chess960 value maybe\n\
+         isready\nquit\n",
+    );
+    assert!(
+        out.contains("option name UCI_Chess960 type check default false"),
+        "{out}"
+    );
+    let errors: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("info string"))
+        .collect();
+    assert_eq!(errors.len(), 1, "only the bad value is refused: {errors:?}");
+    assert!(errors[0].contains("UCI_Chess960"), "{errors:?}");
+    assert!(out.contains("readyok"), "{out}");
+}
