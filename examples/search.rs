@@ -9,7 +9,7 @@ use lc0rs::backend::{Backend, DEFAULT_POLICY_TEMPERATURE, create_backend};
 use lc0rs::chess::{HistoryFill, PositionHistory};
 use lc0rs::evaluate::evaluate_positions;
 use lc0rs::netsource::NetSource;
-use lc0rs::search::{Limits, Search, SearchParams, uci};
+use lc0rs::search::{Limits, Search, SearchParams};
 use lc0rs::weights::LoadOptions;
 
 fn main() -> anyhow::Result<()> {
@@ -58,6 +58,6 @@ fn main() -> anyhow::Result<()> {
             info.pv_uci().join(" ")
         );
     })?;
-    println!("best move {}", uci(&result.best_move));
+    println!("best move {}", result.info.move_uci(&result.best_move));
     Ok(())
 }

@@ -3,11 +3,10 @@
 //! probabilities at a temperature.
 
 use serde::Serialize;
-use shakmaty::CastlingMode;
-use shakmaty::uci::UciMove;
 
 use crate::backend::{Backend, BackendError, legal_move_probabilities};
-use crate::chess::policy_index::legal_moves_with_indices;
+use crate::chess::castling::uci_notation;
+use crate::chess::policy_index::entry_moves_with_indices;
 use crate::chess::{HistoryFill, PositionHistory, encode_position};
 
 /// The evaluation of one position.
@@ -18,7 +17,8 @@ pub struct PositionEval {
     pub m: f32,
     /// Win, draw, loss probabilities for the side to move.
     pub wdl: [f32; 3],
-    /// Legal moves in UCI (castling as e1g1) with their probabilities, most likely first.
+    /// Legal moves in UCI as lc0 writes them without UCI_Chess960 (standard castling as e1g1,
+    /// Chess960 castling as king takes rook) with their probabilities, most likely first.
     pub policy: Vec<(String, f32)>,
 }
 
@@ -41,13 +41,12 @@ pub fn evaluate_positions(
         .zip(&encoded)
         .enumerate()
         .map(|(i, (history, enc))| {
-            let position = &history.last().position;
-            let legal = legal_moves_with_indices(position, enc.transform);
+            let legal = entry_moves_with_indices(history.last(), enc.transform);
             let probabilities = legal_move_probabilities(out.policy_of(i), &legal, temperature);
             let mut policy: Vec<(String, f32)> = legal
                 .iter()
                 .zip(probabilities)
-                .map(|(&(m, _), p)| (UciMove::from_move(m, CastlingMode::Standard).to_string(), p))
+                .map(|(&(m, _), p)| (uci_notation(m, false).to_string(), p))
                 .collect();
             policy.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             PositionEval {

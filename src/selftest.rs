@@ -4,9 +4,8 @@
 use serde::Serialize;
 
 use crate::backend::{Backend, BackendError, BatchOutput, legal_move_probabilities};
-use crate::chess::policy_index::{POLICY_SIZE, legal_moves_with_indices};
+use crate::chess::policy_index::{POLICY_SIZE, entry_moves_with_indices};
 use crate::chess::{EncodedPosition, HistoryFill, PositionHistory, encode_position};
-use shakmaty::Position;
 
 /// Pass limits.
 pub const MAX_PROBABILITY_ERROR: f64 = 5e-3;
@@ -33,13 +32,13 @@ pub fn random_histories(count: usize, seed: u64) -> Vec<PositionHistory> {
         let mut history = PositionHistory::startpos();
         let plies = (next() % 160) as usize;
         for _ in 0..plies {
-            let legal = history.last().position.legal_moves();
+            let legal = history.last().legal_moves();
             if legal.is_empty() {
                 break;
             }
             history.play(legal[(next() % legal.len() as u64) as usize]);
         }
-        if !history.last().position.legal_moves().is_empty() {
+        if !history.last().legal_moves().is_empty() {
             out.push(history);
         }
     }
@@ -105,7 +104,7 @@ pub fn compare(
     let mut probability_sum = 0.0;
     let mut probability_count = 0usize;
     for (i, (history, enc)) in histories.iter().zip(encoded).enumerate() {
-        let legal = legal_moves_with_indices(&history.last().position, enc.transform);
+        let legal = entry_moves_with_indices(history.last(), enc.transform);
         let (a, b) = (got.policy_of(i), want.policy_of(i));
         let p_got = legal_move_probabilities(a, &legal, 1.0);
         let p_want = legal_move_probabilities(b, &legal, 1.0);

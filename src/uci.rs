@@ -181,6 +181,7 @@ impl Engine {
             format!(
                 "option name MoveOverhead type spin default {DEFAULT_MOVE_OVERHEAD_MS} min 0 max 10000"
             ),
+            "option name UCI_Chess960 type check default false".to_owned(),
             "uciok".to_owned(),
         ];
         for line in lines {
@@ -219,6 +220,7 @@ impl Engine {
             "fpureduction" => params.fpu_reduction = parse_in(value, -10.0, 10.0)?,
             "policytemperature" => params.policy_temperature = parse_in(value, 0.01, 100.0)?,
             "nncachesize" => params.cache_size = parse_in(value, 0, 100_000_000)?,
+            "uci_chess960" => params.chess960 = parse_check(value)?,
             "moveoverhead" => {
                 self.move_overhead = Duration::from_millis(parse_in(value, 0, 10_000)?)
             }
@@ -288,7 +290,7 @@ impl Engine {
             return say(&self.out, "bestmove 0000");
         }
         let mut search = self.search.take().expect("ensure_search made one");
-        let turn = search.history().last().position.turn();
+        let turn = search.history().last().turn;
         let limits = match parse_go(rest, turn, self.move_overhead) {
             Ok(limits) => limits,
             Err(e) => {
@@ -322,7 +324,11 @@ impl Engine {
                             std::thread::sleep(Duration::from_millis(5));
                         }
                     }
-                    shared.answer(&out, Some(&result.info), &uci(&result.best_move))
+                    shared.answer(
+                        &out,
+                        Some(&result.info),
+                        &result.info.move_uci(&result.best_move),
+                    )
                 }
                 Err(e) => {
                     say(&out, &format!("info string {e}"));
@@ -365,9 +371,11 @@ impl Engine {
         }
         let latest = running.progress.latest();
         match latest.as_ref().and_then(|info| info.pv.first()) {
-            Some(best) => running
-                .progress
-                .answer(&self.out, latest.as_ref(), &uci(best)),
+            Some(best) => running.progress.answer(
+                &self.out,
+                latest.as_ref(),
+                &uci(best, self.params.chess960),
+            ),
             // No batch has finished yet: there is no move to name but the search's own.
             None => self.join(),
         }
@@ -412,7 +420,7 @@ fn position_history(start: &str, moves: &[String]) -> Result<PositionHistory, St
 
 /// The moves `ucis` as played from the last position of `history`, if all are legal.
 fn moves_between(history: &PositionHistory, ucis: &[String]) -> Option<Vec<Move>> {
-    let mut position = history.last().position.clone();
+    let mut position = history.last().position.clone()?;
     let mut played = Vec::with_capacity(ucis.len());
     for text in ucis {
         let m = UciMove::from_str(text).ok()?.to_move(&position).ok()?;
@@ -496,6 +504,13 @@ fn info_line(info: &SearchInfo) -> String {
         line.push_str(&info.pv_uci().join(" "));
     }
     line
+}
+
+/// A `check` option's value.
+fn parse_check(value: &str) -> Result<bool, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{:?} is not true or false", truncate(value)))
 }
 
 fn parse_in<T: FromStr + PartialOrd + std::fmt::Display>(
@@ -671,6 +686,7 @@ mod tests {
             q,
             mate: None,
             pv: Vec::new(),
+            chess960: false,
         };
         assert_eq!(info(0.0).centipawns(), 0);
         // 90·tan(1.5637541897·0.5) = 90·0.99435… ≈ 89.5

@@ -229,12 +229,23 @@ fn history_fill_modes_for_a_fen() {
         HistoryFill::Always,
     );
     assert_eq!(boards_written(&e), 2, "e7e6 zeroed rule50");
+    // lc0 flags e7e5 only if a white pawn stands on d5 or f5: no flag, but rule50 = 0.
     let e = encode(
         "startpos moves e2e4 e7e5 g1f3 b8c6",
         InputFormat::Canonical,
         HistoryFill::Always,
     );
-    assert_eq!(boards_written(&e), 2, "e7e5 left an en-passant flag");
+    assert_eq!(boards_written(&e), 3, "e7e5 zeroed rule50 and left no flag");
+    let e = encode(
+        "startpos moves e2e4 d7d5 e4e5 f7f5 g1f3",
+        InputFormat::Canonical,
+        HistoryFill::Always,
+    );
+    assert_eq!(
+        boards_written(&e),
+        1,
+        "f7f5 left an en-passant flag (white pawn e5 beside f5)"
+    );
     let e = encode(
         "fen r3k3/8/8/8/8/8/8/4K2R w Kq - 4 30 moves h1h2 a8a7 h2h1",
         InputFormat::Canonical,
@@ -301,7 +312,7 @@ fn move_indices_follow_the_transform() {
     // Flip + transpose: a1 → h1 → h1, b1 → g1 → h2; so Kb1... Ka1-b1 is h1h2.
     let h = PositionHistory::from_spec("fen 8/8/8/8/8/1k6/8/K7 w - - 0 1").unwrap();
     let e = encode_position(&h, InputFormat::CanonicalV2, HistoryFill::No);
-    let pos = &h.last().position;
+    let pos = h.last().position.as_ref().unwrap();
     let ka1b1 = pos
         .legal_moves()
         .into_iter()
@@ -321,20 +332,20 @@ fn move_indices_follow_the_transform() {
     let e7e5 = "e7e5"
         .parse::<shakmaty::uci::UciMove>()
         .unwrap()
-        .to_move(&h.last().position)
+        .to_move(h.last().position.as_ref().unwrap())
         .unwrap();
     assert_eq!(
-        policy_move(&h.last().position, e7e5, Transform::NONE).text(),
+        policy_move(h.last().position.as_ref().unwrap(), e7e5, Transform::NONE).text(),
         "e2e4"
     );
     let h = PositionHistory::from_fen("4k3/8/8/8/8/8/8/4K2R w K - 0 1").unwrap();
     let castle = "e1g1"
         .parse::<shakmaty::uci::UciMove>()
         .unwrap()
-        .to_move(&h.last().position)
+        .to_move(h.last().position.as_ref().unwrap())
         .unwrap();
     assert_eq!(
-        policy_move(&h.last().position, castle, Transform::NONE).text(),
+        policy_move(h.last().position.as_ref().unwrap(), castle, Transform::NONE).text(),
         "e1h1"
     );
 }
@@ -365,27 +376,32 @@ fn legal_moves_map_uniquely_and_back_under_every_transform() {
         .unwrap()
         .last()
         .position
-        .clone(),
+        .clone()
+        .unwrap(),
         PositionHistory::from_fen("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1")
             .unwrap()
             .last()
             .position
-            .clone(),
+            .clone()
+            .unwrap(),
         PositionHistory::from_fen("n1n5/PPPk4/8/8/8/8/4Kppp/5N1N b - - 0 1")
             .unwrap()
             .last()
             .position
-            .clone(),
+            .clone()
+            .unwrap(),
         PositionHistory::from_fen("8/8/3k4/8/8/2QK4/8/6r1 w - - 0 1")
             .unwrap()
             .last()
             .position
-            .clone(),
+            .clone()
+            .unwrap(),
         PositionHistory::from_fen("7k/8/8/8/8/8/1R6/K3N3 b - - 0 1")
             .unwrap()
             .last()
             .position
-            .clone(),
+            .clone()
+            .unwrap(),
     ];
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut checked = 0;

@@ -13,7 +13,6 @@ use lc0rs::netsource::NetSource;
 use lc0rs::weights::LoadOptions;
 use lc0rs::weights::format::Activation;
 use lc0rs::weights::network::{Dense, LayerNorm, Network};
-use shakmaty::Position;
 
 fn act(a: Activation, x: f64) -> f64 {
     match a {
@@ -352,7 +351,7 @@ fn random_positions(
         let mut history = PositionHistory::startpos();
         let plies = (next() % 120) as usize;
         for _ in 0..plies {
-            let legal = history.last().position.legal_moves();
+            let legal = history.last().legal_moves();
             if legal.is_empty() {
                 break;
             }

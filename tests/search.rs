@@ -95,7 +95,7 @@ fn mates_in_one_are_found_with_a_few_hundred_nodes() {
         let mut search = Search::new(backend.clone(), SearchParams::default());
         search.set_position(history(spec));
         let result = search_nodes(&mut search, 300);
-        assert_eq!(uci(&result.best_move), mate, "{spec}");
+        assert_eq!(uci(&result.best_move, false), mate, "{spec}");
         assert_eq!(result.info.mate, Some(1), "{spec}");
         assert!(result.info.q > 0.9, "{spec}: q {}", result.info.q);
     }
@@ -123,9 +123,13 @@ fn leaves_are_batched_and_best_moves_are_legal() {
         search.set_position(h.clone());
         let result = search_nodes(&mut search, 160);
         assert!(
-            h.last().position.is_legal(result.best_move),
+            h.last()
+                .position
+                .as_ref()
+                .unwrap()
+                .is_legal(result.best_move),
             "{spec}: {}",
-            uci(&result.best_move)
+            uci(&result.best_move, false)
         );
         assert_eq!(result.info.nodes, 160, "{spec}");
         assert!(result.info.depth >= 1 && result.info.seldepth >= result.info.depth);
@@ -146,7 +150,7 @@ fn the_subtree_of_the_played_move_is_kept() {
     let mut search = Search::new(backend, SearchParams::default());
     search.set_position(PositionHistory::startpos());
     let result = search_nodes(&mut search, 400);
-    let expected = history("startpos").last().position.clone();
+    let expected = history("startpos").last().position.clone().unwrap();
     assert!(expected.is_legal(result.best_move));
     search.advance(std::slice::from_ref(&result.best_move));
     assert!(
@@ -155,7 +159,15 @@ fn the_subtree_of_the_played_move_is_kept() {
     );
     assert_eq!(search.history().len(), 2);
     let reply = search_nodes(&mut search, 50);
-    assert!(search.history().last().position.is_legal(reply.best_move));
+    assert!(
+        search
+            .history()
+            .last()
+            .position
+            .as_ref()
+            .unwrap()
+            .is_legal(reply.best_move)
+    );
 }
 
 #[test]
@@ -173,7 +185,7 @@ fn a_full_tree_ends_the_search_with_a_move() {
     let result = search.run(Limits::default(), &stop, &mut |_| {}).unwrap();
     assert!(result.tree_full);
     assert!(result.info.nodes > 8, "{} playouts", result.info.nodes);
-    let start = PositionHistory::startpos().last().position.clone();
+    let start = PositionHistory::startpos().last().position.clone().unwrap();
     assert!(start.is_legal(result.best_move));
     let unlimited = search_nodes(
         &mut Search::new(search.backend().clone(), SearchParams::default()),

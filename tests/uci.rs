@@ -202,7 +202,7 @@ fn a_self_play_game_runs_to_its_end() {
         history.play_uci(&best).expect("bestmove is legal");
         moves.push(best);
     }
-    let last = &history.last().position;
+    let last = history.last().position.as_ref().unwrap();
     let over = last.legal_moves().is_empty()
         || history.last().rule50 >= 100
         || history.last().repetitions >= 2

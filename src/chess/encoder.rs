@@ -1,7 +1,7 @@
 //! The 112 input planes of a position with its history, for every lc0 input format
 //! (lc0-network.md §2), and the canonicalising transform chosen for it.
 
-use shakmaty::{CastlingSide, Color, Position, Role};
+use shakmaty::{CastlingSide, Color, Role};
 
 use super::history::{HistoryEntry, PositionHistory};
 use super::transform::{Transform, flip_files, mirror_ranks, transpose};
@@ -121,7 +121,7 @@ pub fn encode_position(
 ) -> EncodedPosition {
     let mut planes = [InputPlane::EMPTY; INPUT_PLANES];
     let current = history.last();
-    let us = current.position.turn();
+    let us = current.turn;
     write_aux_planes(&mut planes, current, format);
     write_history(&mut planes, history, format, fill, us);
     let transform = if is_canonical(format) {
@@ -154,39 +154,35 @@ fn write_aux_planes(
     format: InputFormat,
 ) {
     let aux = &mut planes[AUX_PLANE_BASE..];
-    let position = &current.position;
-    let us = position.turn();
-    let castles = position.castles();
-    let can = |color: Color, side: CastlingSide| castles.has(color, side);
+    let us = current.turn;
+    let castling = &current.castling;
     if format == InputFormat::Classical112 {
-        let all_if = |b: bool| {
-            if b {
+        let all_if = |color: Color, side: CastlingSide| {
+            if castling.rook_file(color, side).is_some() {
                 InputPlane::ALL
             } else {
                 InputPlane::EMPTY
             }
         };
-        aux[0] = all_if(can(us, CastlingSide::QueenSide));
-        aux[1] = all_if(can(us, CastlingSide::KingSide));
-        aux[2] = all_if(can(!us, CastlingSide::QueenSide));
-        aux[3] = all_if(can(!us, CastlingSide::KingSide));
+        aux[0] = all_if(us, CastlingSide::QueenSide);
+        aux[1] = all_if(us, CastlingSide::KingSide);
+        aux[2] = all_if(!us, CastlingSide::QueenSide);
+        aux[3] = all_if(!us, CastlingSide::KingSide);
     } else {
-        // The castling rooks' squares: ours on rank 1, theirs on rank 8 (our view).
-        for (plane, side, default_file) in [
-            (0, CastlingSide::QueenSide, 0u32),
-            (1, CastlingSide::KingSide, 7),
-        ] {
-            let file = castles
-                .rook(us, side)
-                .or(castles.rook(!us, side))
-                .map_or(default_file, |sq| u32::from(sq.file()));
-            let ours = if can(us, side) { 1u64 } else { 0 };
-            let theirs = if can(!us, side) { 1u64 << 56 } else { 0 };
-            aux[plane].mask = (ours | theirs) << file;
+        // Each right's rook square: ours on rank 1 and theirs on rank 8 (our view), each at
+        // its own colour's rook file.
+        for (plane, side) in [(0, CastlingSide::QueenSide), (1, CastlingSide::KingSide)] {
+            let ours = castling
+                .rook_file(us, side)
+                .map_or(0, |file| 1u64 << u32::from(file));
+            let theirs = castling
+                .rook_file(!us, side)
+                .map_or(0, |file| 1u64 << (56 + u32::from(file)));
+            aux[plane].mask = ours | theirs;
         }
     }
     if is_canonical(format) {
-        aux[4].mask = current.ep_file.map_or(0, |f| 1u64 << (56 + u32::from(f)));
+        aux[4].mask = current.en_passant;
     } else if us == Color::Black {
         aux[4] = InputPlane::ALL;
     }
@@ -213,21 +209,23 @@ fn write_history(
     let last_index = entries.len() as isize - 1;
     let stop_early = is_canonical(format);
     let only_repeats = writes_only_repeats(format);
-    let current_castling = history.last().position.castles().castling_rights();
+    let current_castling = history.last().castling;
     let mut written = 0;
     let mut index = last_index;
     while written < HISTORY_BOARDS {
         let synthesized = index < 0;
         let entry = &entries[index.max(0) as usize];
-        if stop_early && entry.position.castles().castling_rights() != current_castling {
+        if stop_early && entry.castling != current_castling {
             break;
         }
-        if stop_early && index != last_index && entry.ep_file.is_some() {
+        if stop_early && index != last_index && entry.en_passant != 0 {
             break;
         }
-        if synthesized
-            && (fill == HistoryFill::No || (fill == HistoryFill::FenOnly && entry.is_startpos()))
-        {
+        // With fill `no`, lc0 still writes the one board an en-passant flag tells.
+        if fill == HistoryFill::No && (index < -1 || (synthesized && entry.en_passant == 0)) {
+            break;
+        }
+        if synthesized && fill == HistoryFill::FenOnly && entry.is_startpos() {
             break;
         }
         if only_repeats && entry.repetitions == 0 && written > 0 {
@@ -256,18 +254,9 @@ fn write_history(
 }
 
 /// Our 6 then their 6 piece bitboards (pawn, knight, bishop, rook, queen, king) from `us`'s
-/// view. A synthesized board with an en-passant flag has its last double step undone.
+/// view.
 fn piece_masks(entry: &HistoryEntry, us: Color, synthesized: bool) -> [u64; 12] {
-    let board = entry.position.board();
-    let pawns_of = |color: Color| u64::from(board.by_color(color) & board.by_role(Role::Pawn));
-    let (mut white_pawns, mut black_pawns) = (pawns_of(Color::White), pawns_of(Color::Black));
-    if let (true, Some(file)) = (synthesized, entry.ep_file) {
-        let (pawns, now, before) = match entry.position.turn().other() {
-            Color::White => (&mut white_pawns, 24 + file, 8 + file),
-            Color::Black => (&mut black_pawns, 32 + file, 48 + file),
-        };
-        *pawns = (*pawns & !(1u64 << now)) | 1u64 << before;
-    }
+    let board = &entry.board;
     let roles = [
         Role::Pawn,
         Role::Knight,
@@ -279,17 +268,42 @@ fn piece_masks(entry: &HistoryEntry, us: Color, synthesized: bool) -> [u64; 12] 
     let mut out = [0u64; 12];
     for (side, color) in [us, us.other()].into_iter().enumerate() {
         for (r, role) in roles.into_iter().enumerate() {
-            let bb = if role != Role::Pawn {
-                u64::from(board.by_color(color) & board.by_role(role))
-            } else if color == Color::White {
-                white_pawns
-            } else {
-                black_pawns
-            };
+            let bb = u64::from(board.by_color(color) & board.by_role(role));
             out[side * 6 + r] = view(bb, us);
         }
     }
+    if synthesized {
+        undo_double_push(&mut out, view_from(entry, us));
+    }
     out
+}
+
+/// `entry`'s en-passant flag seen from `us`.
+fn view_from(entry: &HistoryEntry, us: Color) -> u64 {
+    if entry.turn == us {
+        entry.en_passant
+    } else {
+        mirror_ranks(entry.en_passant)
+    }
+}
+
+/// lc0's undo of the double push an en-passant flag tells, on a synthesized history board: a
+/// flag on rank 1 moves our pawn on its file from rank 4 back to rank 2, one on rank 8 their
+/// pawn from rank 5 to rank 7. lc0 does this by adding to the masks (`EncodePositionForNN`),
+/// so the same wrapping arithmetic is used here: for a FEN whose flag has no pawn behind it,
+/// the planes carry lc0's borrow as well.
+fn undo_double_push(masks: &mut [u64; 12], flag: u64) {
+    if flag == 0 {
+        return;
+    }
+    let index = flag.trailing_zeros();
+    if index < 8 {
+        let delta = 0x100u64.wrapping_sub(0x0100_0000) << index;
+        masks[0] = masks[0].wrapping_add(delta);
+    } else if index >= 56 {
+        let delta = 0x0001_0000_0000_0000u64.wrapping_sub(0x0000_0001_0000_0000) << (index - 56);
+        masks[6] = masks[6].wrapping_add(delta);
+    }
 }
 
 /// lc0's choice of canonical transform, made on the untransformed planes.

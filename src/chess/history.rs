@@ -1,16 +1,20 @@
-//! A game as lc0 sees it: the positions since the FEN, each with lc0's en-passant flag, its
-//! fifty-move counter and its repetition count.
+//! A game as lc0 sees it: the positions since the FEN, each with lc0's castling rights,
+//! en-passant flag, fifty-move counter and repetition count.
 
-use shakmaty::fen::Fen;
+use std::hash::{Hash, Hasher};
+
 use shakmaty::uci::UciMove;
-use shakmaty::zobrist::Zobrist64;
-use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position, Role};
+use shakmaty::{Board, Chess, Color, Move, Position, Role, Square};
+
+use super::castling::Castling;
+use super::fen::{FenError, Lc0Fen};
+use super::opposite_check;
 
 /// Why a position or move was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChessError {
     #[error("bad FEN {fen:?}: {reason}")]
-    BadFen { fen: String, reason: String },
+    BadFen { fen: String, reason: FenError },
     #[error("bad move {uci:?} at ply {ply}: {reason}")]
     BadMove {
         uci: String,
@@ -24,58 +28,112 @@ pub enum ChessError {
 /// One position of the game.
 #[derive(Debug, Clone)]
 pub struct HistoryEntry {
-    pub position: Chess,
-    /// lc0's en-passant flag: the file of a pawn that has just made a double step (set after
-    /// every double step, and from the FEN, whether or not a capture is possible).
-    pub ep_file: Option<u8>,
+    /// The pieces, as lc0 sees them.
+    pub board: Board,
+    /// The side to move.
+    pub turn: Color,
+    /// The rules for move generation and play (shakmaty), whose castling rights and
+    /// en-passant square serve move generation only (the network sees `castling` and
+    /// `en_passant`). `None` where the side not to move is in check: lc0 evaluates such a FEN,
+    /// but no game continues from it and shakmaty cannot hold it.
+    pub position: Option<Chess>,
+    /// lc0's castling rights with their rook files.
+    pub castling: Castling,
+    /// lc0's en-passant flag as a mask from the side to move's view: after a double pawn push
+    /// with an enemy pawn beside the pushed pawn, the pushed pawn's file on rank 8; from a FEN,
+    /// its e.p. square as given (on rank 1 if the square lies on the mover's own side). 0 if none.
+    pub en_passant: u64,
     /// Plies since the last capture or pawn move.
     pub rule50: u32,
     /// How many times this position occurred before (lc0's count).
     pub repetitions: u32,
-    /// Zobrist hash of board, side to move, castling rights and `ep_file`.
+    /// A hash of board, side to move, castling rights and both en-passant notions (the legal
+    /// square that move generation uses and lc0's flag).
     pub key: u64,
 }
 
 impl HistoryEntry {
-    fn new(position: Chess, ep_file: Option<u8>) -> Self {
-        let rule50 = position.halfmoves();
-        let key = repetition_key(&position, ep_file);
-        Self {
-            position,
-            ep_file,
-            rule50,
+    fn playable(position: Chess, castling: Castling, en_passant: u64) -> Self {
+        let entry = Self {
+            board: position.board().clone(),
+            turn: position.turn(),
+            rule50: position.halfmoves(),
+            position: Some(position),
+            castling,
+            en_passant,
             repetitions: 0,
-            key,
-        }
+            key: 0,
+        };
+        entry.with_key()
+    }
+
+    fn with_key(mut self) -> Self {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.board.hash(&mut hasher);
+        self.turn.hash(&mut hasher);
+        self.castling.hash(&mut hasher);
+        self.en_passant.hash(&mut hasher);
+        let legal_ep = self.position.as_ref().and_then(|p| p.legal_ep_square());
+        legal_ep.hash(&mut hasher);
+        self.key = hasher.finish();
+        self
     }
 
     /// lc0's board equality: pieces, side to move, castling rights and en-passant flag.
     fn same_board(&self, other: &HistoryEntry) -> bool {
-        self.key == other.key
-            && self.ep_file == other.ep_file
-            && self.position.board() == other.position.board()
-            && self.position.turn() == other.position.turn()
-            && self.position.castles().castling_rights()
-                == other.position.castles().castling_rights()
+        self.en_passant == other.en_passant
+            && self.castling == other.castling
+            && self.turn == other.turn
+            && self.board == other.board
     }
 
     /// Whether this is the standard start position (for lc0's `fen_only` history fill).
     pub fn is_startpos(&self) -> bool {
-        let start = Chess::default();
-        self.ep_file.is_none()
-            && self.position.board() == start.board()
-            && self.position.turn() == Color::White
-            && self.position.castles().castling_rights() == start.castles().castling_rights()
+        self.en_passant == 0
+            && self.castling == Castling::standard()
+            && self.turn == Color::White
+            && self.board == Board::new()
+    }
+
+    /// The legal moves as lc0 lists them: shakmaty's where it holds the position, else (the
+    /// side not to move in check) lc0's own rule with king captures (see [`opposite_check`]).
+    pub fn legal_moves(&self) -> Vec<Move> {
+        match &self.position {
+            Some(position) => position.legal_moves().into_iter().collect(),
+            None => opposite_check::legal_moves(&self.board, self.turn, self.en_passant),
+        }
     }
 }
 
-fn repetition_key(position: &Chess, ep_file: Option<u8>) -> u64 {
-    let hash: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
-    // shakmaty hashes only legal en-passant squares; mix in lc0's wider flag as well.
-    let ep = ep_file.map_or(0, |f| {
-        0x9e37_79b9_7f4a_7c15u64.rotate_left(u32::from(f) * 7 + 1)
-    });
-    u64::from(hash) ^ ep
+/// lc0's en-passant flag after `m` (v0.31.2 `ChessBoard::ApplyMove`): set after a double pawn
+/// push only if an enemy pawn stands beside the pushed pawn on its rank (the capture is
+/// pseudo-legal: pins and checks are not considered). `after` is the position after the move.
+fn en_passant_flag_after(after: &Chess, m: Move) -> u64 {
+    let Move::Normal {
+        role: Role::Pawn,
+        from,
+        to,
+        ..
+    } = m
+    else {
+        return 0;
+    };
+    if from.rank().distance(to.rank()) != 2 {
+        return 0;
+    }
+    let enemy_pawns = after.board().pawns() & after.board().by_color(after.turn());
+    let beside_pushed_pawn = [-1, 1]
+        .into_iter()
+        .filter_map(|delta| to.file().offset(delta))
+        .map(|file| Square::from_coords(file, to.rank()));
+    if beside_pushed_pawn
+        .into_iter()
+        .any(|square| enemy_pawns.contains(square))
+    {
+        1u64 << (56 + u32::from(to.file()))
+    } else {
+        0
+    }
 }
 
 /// The positions of a game from its starting FEN to now.
@@ -93,26 +151,38 @@ impl Default for PositionHistory {
 impl PositionHistory {
     pub fn startpos() -> Self {
         Self {
-            entries: vec![HistoryEntry::new(Chess::default(), None)],
+            entries: vec![HistoryEntry::playable(
+                Chess::default(),
+                Castling::standard(),
+                0,
+            )],
         }
     }
 
-    /// A history that starts at `fen` (lc0 keeps the FEN's en-passant square as its flag).
+    /// A history that starts at `fen`, read as lc0 reads it (see [`Lc0Fen`]).
     pub fn from_fen(fen: &str) -> Result<Self, ChessError> {
-        let bad = |reason: String| ChessError::BadFen {
+        let bad = |reason: FenError| ChessError::BadFen {
             fen: fen.to_owned(),
             reason,
         };
-        let parsed = Fen::from_ascii(fen.trim().as_bytes()).map_err(|e| bad(e.to_string()))?;
-        let ep_file = parsed
-            .as_setup()
-            .ep_square
-            .map(|sq| u32::from(sq.file()) as u8);
-        let position: Chess = parsed
-            .into_position(CastlingMode::Standard)
-            .map_err(|e| bad(e.to_string()))?;
+        let parsed = Lc0Fen::parse(fen).map_err(bad)?;
+        let en_passant = parsed.en_passant_flag();
+        let entry = match parsed.playable_position() {
+            Some(position) => HistoryEntry::playable(position, parsed.castling, en_passant),
+            None => HistoryEntry {
+                board: parsed.board,
+                turn: parsed.turn,
+                position: None,
+                castling: parsed.castling,
+                en_passant,
+                rule50: parsed.rule50,
+                repetitions: 0,
+                key: 0,
+            }
+            .with_key(),
+        };
         Ok(Self {
-            entries: vec![HistoryEntry::new(position, ep_file)],
+            entries: vec![entry],
         })
     }
 
@@ -153,27 +223,28 @@ impl PositionHistory {
             reason,
         };
         let parsed: UciMove = uci.parse().map_err(|_| bad("not a UCI move".to_owned()))?;
-        let m = parsed
-            .to_move(&self.last().position)
-            .map_err(|e| bad(e.to_string()))?;
+        let Some(position) = &self.last().position else {
+            return Err(bad(
+                "no move continues a position whose side not to move is in check".to_owned(),
+            ));
+        };
+        let m = parsed.to_move(position).map_err(|e| bad(e.to_string()))?;
         self.play(m);
         Ok(())
     }
 
-    /// Plays a legal move.
+    /// Plays a legal move, updating castling rights and the en-passant flag by lc0's rules.
+    /// A position whose side not to move is in check has no legal move to play: there, this
+    /// does nothing.
     pub fn play(&mut self, m: Move) {
-        let ep_file = match m {
-            Move::Normal {
-                role: Role::Pawn,
-                from,
-                to,
-                ..
-            } if from.rank().distance(to.rank()) == 2 => Some(u32::from(to.file()) as u8),
-            _ => None,
+        let before = self.last();
+        let Some(mut position) = before.position.clone() else {
+            return;
         };
-        let mut position = self.last().position.clone();
+        let castling = before.castling.after_move(&before.board, before.turn, m);
         position.play_unchecked(m);
-        let mut entry = HistoryEntry::new(position, ep_file);
+        let en_passant = en_passant_flag_after(&position, m);
+        let mut entry = HistoryEntry::playable(position, castling, en_passant);
         entry.repetitions = self.repetitions_of(&entry);
         self.entries.push(entry);
     }
@@ -238,17 +309,38 @@ mod tests {
         assert_eq!(counts, [0, 0, 0, 0, 1, 1, 1, 1, 2]);
     }
 
+    /// lc0's rule: the flag follows a double push only with an enemy pawn beside the pushed
+    /// pawn, pins and checks aside; a FEN's square is kept as given.
     #[test]
-    fn ep_flag_is_set_after_any_double_step() {
-        let h = PositionHistory::from_spec("startpos moves e2e4").unwrap();
-        assert_eq!(h.last().ep_file, Some(4));
-        let h = PositionHistory::from_spec("startpos moves e2e4 e7e6").unwrap();
-        assert_eq!(h.last().ep_file, None);
-        let h = PositionHistory::from_fen(
-            "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq e6 0 2",
-        )
-        .unwrap();
-        assert_eq!(h.last().ep_file, Some(4));
+    fn ep_flag_only_with_an_enemy_pawn_beside() {
+        let flag = |spec: &str| PositionHistory::from_spec(spec).unwrap().last().en_passant;
+        let f_file_on_rank_8 = 1u64 << (56 + 5);
+        assert_eq!(flag("startpos moves e2e4"), 0, "no black pawn on d4 or f4");
+        assert_eq!(flag("startpos moves e2e4 e7e6"), 0);
+        assert_eq!(
+            flag("startpos moves e2e4 d7d5 e4e5 f7f5"),
+            f_file_on_rank_8,
+            "white pawn e5 beside f5"
+        );
+        // exf6 would expose the white king on a5 to the rook on h5: the flag is set anyway.
+        assert_eq!(
+            flag("fen 4k3/5p2/8/K3P2r/8/8/8/8 b - - 0 1 moves f7f5"),
+            f_file_on_rank_8
+        );
+        assert_eq!(
+            flag("fen rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq e6 0 2"),
+            1 << 60,
+            "a FEN's square without a capturing pawn is kept"
+        );
+    }
+
+    /// The board after e7e5 returns after c6b8: with lc0's flag rule it is a repetition.
+    #[test]
+    fn repetition_after_a_double_push_without_a_capture() {
+        let h = PositionHistory::from_spec("startpos moves e2e4 e7e5 g1f3 b8c6 f3g1 c6b8 g1f3")
+            .unwrap();
+        let counts: Vec<_> = h.entries().iter().map(|e| e.repetitions).collect();
+        assert_eq!(counts, [0, 0, 0, 0, 0, 0, 1, 1]);
     }
 
     #[test]

@@ -6,6 +6,8 @@ use std::sync::LazyLock;
 
 use shakmaty::{Chess, Color, Move, Position, Role};
 
+use super::history::HistoryEntry;
+
 use super::transform::Transform;
 
 /// Outputs of the policy head.
@@ -157,6 +159,11 @@ pub fn positional_encoding() -> &'static [f32] {
 /// A legal move in lc0's policy space for the side to move of `position`, with `transform`
 /// (lc0 v0.31.2's square transform, which matches the plane transform).
 pub fn policy_move(position: &Chess, m: Move, transform: Transform) -> PolicyMove {
+    policy_move_for(position.turn(), m, transform)
+}
+
+/// [`policy_move`] for a move of `us`.
+fn policy_move_for(us: Color, m: Move, transform: Transform) -> PolicyMove {
     let (from, to, promotion) = match m {
         Move::Normal {
             from,
@@ -168,7 +175,6 @@ pub fn policy_move(position: &Chess, m: Move, transform: Transform) -> PolicyMov
         Move::Castle { king, rook } => (king, rook, None),
         Move::Put { to, .. } => (to, to, None),
     };
-    let us = position.turn();
     let square = |sq: shakmaty::Square| {
         let index = u32::from(sq) as u8;
         let viewed = if us == Color::Black {
@@ -188,17 +194,34 @@ pub fn policy_move(position: &Chess, m: Move, transform: Transform) -> PolicyMov
 /// The policy index of a legal move. Every legal chess move has one (it is a queen-line or
 /// knight move, or a promotion from rank 7 to rank 8).
 pub fn move_index(position: &Chess, m: Move, transform: Transform) -> usize {
-    let pm = policy_move(position, m, transform);
+    move_index_for(position.turn(), m, transform)
+}
+
+fn move_index_for(us: Color, m: Move, transform: Transform) -> usize {
+    let pm = policy_move_for(us, m, transform);
     policy_index(pm)
         .unwrap_or_else(|| panic!("legal move {m:?} ({}) has no policy index", pm.text()))
 }
 
 /// The legal moves of `position` with their policy indices.
 pub fn legal_moves_with_indices(position: &Chess, transform: Transform) -> Vec<(Move, usize)> {
-    position
-        .legal_moves()
+    moves_with_indices(position.turn(), position.legal_moves(), transform)
+}
+
+/// The legal moves of a history entry (lc0's list, see [`HistoryEntry::legal_moves`]) with
+/// their policy indices.
+pub fn entry_moves_with_indices(entry: &HistoryEntry, transform: Transform) -> Vec<(Move, usize)> {
+    moves_with_indices(entry.turn, entry.legal_moves(), transform)
+}
+
+fn moves_with_indices(
+    us: Color,
+    moves: impl IntoIterator<Item = Move>,
+    transform: Transform,
+) -> Vec<(Move, usize)> {
+    moves
         .into_iter()
-        .map(|m| (m, move_index(position, m, transform)))
+        .map(|m| (m, move_index_for(us, m, transform)))
         .collect()
 }
 

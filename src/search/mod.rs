@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use shakmaty::uci::UciMove;
-use shakmaty::{CastlingMode, Move, Position};
+use shakmaty::{Move, Position};
 
 use crate::backend::{Backend, BackendError, DEFAULT_POLICY_TEMPERATURE, legal_move_probabilities};
-use crate::chess::policy_index::legal_moves_with_indices;
+use crate::chess::castling::uci_notation;
+use crate::chess::policy_index::entry_moves_with_indices;
 use crate::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
 use cache::{CachedEval, NnCache};
 use tree::{ROOT, Tree};
@@ -36,6 +36,8 @@ pub struct SearchParams {
     /// The most nodes the tree may hold (each about 48 bytes); a search that reaches it ends,
     /// as lc0's RamLimitMb does, instead of growing until memory runs out.
     pub max_tree_nodes: usize,
+    /// UCI_Chess960: castling moves are written as king takes rook.
+    pub chess960: bool,
 }
 
 impl Default for SearchParams {
@@ -49,6 +51,7 @@ impl Default for SearchParams {
             minibatch: 256,
             cache_size: 200_000,
             max_tree_nodes: 40_000_000,
+            chess960: false,
         }
     }
 }
@@ -74,6 +77,8 @@ pub struct SearchInfo {
     /// Mate in this many moves for the side to move, when the best move mates.
     pub mate: Option<i32>,
     pub pv: Vec<Move>,
+    /// Whether moves are written in Chess960 notation (king takes rook).
+    pub chess960: bool,
 }
 
 impl SearchInfo {
@@ -92,15 +97,20 @@ impl SearchInfo {
         (90.0 * (1.563_754_189_7 * q).tan()).round() as i32
     }
 
-    /// The principal variation in UCI notation (castling as e1g1).
+    /// The principal variation in UCI notation.
     pub fn pv_uci(&self) -> Vec<String> {
-        self.pv.iter().map(uci).collect()
+        self.pv.iter().map(|m| self.move_uci(m)).collect()
+    }
+
+    /// A move in UCI notation, castling as this search's notation asks.
+    pub fn move_uci(&self, m: &Move) -> String {
+        uci(m, self.chess960)
     }
 }
 
-/// A move in UCI notation, castling as king to its destination (e1g1).
-pub fn uci(m: &Move) -> String {
-    UciMove::from_move(*m, CastlingMode::Standard).to_string()
+/// A move in UCI notation as lc0 writes it (see [`uci_notation`]).
+pub fn uci(m: &Move, chess960: bool) -> String {
+    uci_notation(*m, chess960).to_string()
 }
 
 /// Why a search could not run.
@@ -108,6 +118,8 @@ pub fn uci(m: &Move) -> String {
 pub enum SearchError {
     #[error("the game is over in this position: no move to search")]
     GameOver,
+    #[error("the side not to move is in check: no game continues from this position")]
+    NoContinuation,
     #[error(transparent)]
     Backend(#[from] BackendError),
 }
@@ -201,8 +213,12 @@ impl Search {
         stop: &AtomicBool,
         on_batch: &mut dyn FnMut(&SearchInfo),
     ) -> Result<SearchResult, SearchError> {
-        if self.root.last().position.legal_moves().is_empty() {
-            return Err(SearchError::GameOver);
+        match &self.root.last().position {
+            None => return Err(SearchError::NoContinuation),
+            Some(position) if position.legal_moves().is_empty() => {
+                return Err(SearchError::GameOver);
+            }
+            Some(_) => {}
         }
         let start = Instant::now();
         let mut stats = DepthStats::default();
@@ -384,7 +400,7 @@ impl Search {
         }
         let encoded = encode_position(&self.root, self.backend.input_format(), self.fill);
         let current = self.root.last();
-        let legal = legal_moves_with_indices(&current.position, encoded.transform);
+        let legal = entry_moves_with_indices(current, encoded.transform);
         let key = NnCache::key(&encoded.planes, current.key);
         if let Some(eval) = self.cache.get(key).cloned() {
             self.expand_and_back_up(path, &legal, &eval);
@@ -423,6 +439,7 @@ impl Search {
             q,
             mate,
             pv,
+            chess960: self.params.chess960,
         }
     }
 }
@@ -459,10 +476,11 @@ impl DepthStats {
 
 /// The game result for the player who just moved into the last position, if the game is over:
 /// +1 when they mated, 0 for stalemate, the fifty-move rule, threefold repetition or
-/// insufficient material.
+/// insufficient material. `None` also where no game continues (the side not to move in
+/// check), a position the search refuses at its root and never reaches by a move.
 pub fn terminal_value(history: &PositionHistory) -> Option<f32> {
     let entry = history.last();
-    let position = &entry.position;
+    let position = entry.position.as_ref()?;
     if position.legal_moves().is_empty() {
         return Some(if position.is_check() { 1.0 } else { 0.0 });
     }
