@@ -105,7 +105,10 @@ fn blas_report(hip: &Hip, version: i32) -> [String; 2] {
         Err(e) => format!("rocBLAS not available: {e}"),
     };
     let hipblaslt = match HipblasLt::load(dir, version) {
-        Ok(lib) => format!("hipBLASLt {}", lib.library.display()),
+        Ok(lib) => format!(
+            "hipBLASLt {} (its own version is checked once a GPU opens it)",
+            lib.library.display()
+        ),
         Err(e) => format!("hipBLASLt not available: {e}"),
     };
     [rocblas, hipblaslt]
