@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use libloading::Library;
 
-use crate::loader::{LoadError, open_companion, symbol};
+use crate::loader::{LoadError, describe, symbol};
 
 /// comgr's sonames, newest first: `.so.3` from comgr 3.0 (ROCm 7, and Debian's build beside HIP
 /// 6.4), `.so.2` before (ROCm 5.x and AMD's 6.x). The HIP runtime opens it by soname at run time.
@@ -54,6 +54,20 @@ fn check(call: &'static str, status: ComgrStatus) -> Result<(), ComgrError> {
     }
 }
 
+/// Opens comgr at `path` for good: its LLVM registers command-line options when loaded, and a
+/// comgr unloaded and loaded again in one process (ours dropped, then hipRTC's own) aborts with
+/// "LLVM ERROR: inconsistency in registered CommandLine options", as seen with ROCm 6.4.
+fn open_for_good(path: &Path) -> Result<Library, LoadError> {
+    let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE;
+    // SAFETY: loading comgr runs its initialisers, which are sound to run.
+    unsafe { libloading::os::unix::Library::open(Some(path), flags) }
+        .map(Library::from)
+        .map_err(|e| LoadError::Open {
+            library: path.display().to_string(),
+            detail: describe(&e),
+        })
+}
+
 /// Loaded comgr.
 pub struct Comgr {
     pub fns: ComgrFns,
@@ -71,7 +85,7 @@ impl Comgr {
     pub fn load_first(paths: &[PathBuf]) -> Result<Self, LoadError> {
         let mut failures = Vec::new();
         for path in paths {
-            match open_companion(path) {
+            match open_for_good(path) {
                 Ok(lib) => {
                     return Ok(Self {
                         fns: ComgrFns {

@@ -100,7 +100,7 @@ pub struct Hip {
 
 /// The whole message of a loading error: libloading keeps dlerror's text (the file that was
 /// missing, the symbol that did not resolve) in the error's source.
-fn describe(e: &libloading::Error) -> String {
+pub(crate) fn describe(e: &libloading::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(inner) = source {
