@@ -21,7 +21,7 @@ stamp="$work/extracted-${packages[*]// /+}"
 debian_uri() {
   local file
   for file in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-    [ -f "$file" ] && cat "$file"
+    if [ -f "$file" ]; then cat "$file"; fi
   done | awk '/^URIs:/ {for (i = 2; i <= NF; i++) print $i}
               /^deb / {for (i = 2; i <= NF; i++) if ($i ~ /:\/\//) {print $i; break}}' |
     awk '/\/debian\/?$/ && !found {print; found = 1}'
