@@ -478,7 +478,8 @@ fn rocm_backends_without_a_usable_amd_gpu_end_in_a_clear_error() {
         "the HIP runtime is not available",
         "no GPU: AMD GPU 0 requested, the HIP runtime",
     ];
-    for backend in ["rocm-fp16", "rocm"] {
+    // `hip`, `hip-fp16` and `hip-auto` are lc0's names for its AMD backend, accepted as aliases.
+    for backend in ["rocm-fp16", "rocm", "hip", "hip-fp16", "hip-auto"] {
         let runs: [&[&str]; 2] = [
             &["backendbench", "-b", backend, "--batches", "2"],
             &["eval", "-b", backend, "--position", "startpos"],

@@ -6,7 +6,7 @@ mod common;
 
 use common::gpu::{
     bundled, check_against_cpu, check_backend_against_cpu, check_concurrent_against_cpu,
-    layer_norm_error,
+    check_first_passes_right_after_creation, layer_norm_error,
 };
 use half::f16;
 use lc0rs::backend::create_backend;
@@ -521,4 +521,15 @@ fn traced_profile_accounts_for_the_pass() {
             .all(|w| w[0].start_ms <= w[1].start_ms)
     );
     assert!(traced.ops.iter().all(|o| o.ms > 0.0));
+}
+
+/// Evaluation immediately after creation (docs/gpu-ordering.md: why the weight upload cannot race
+/// the first pass), on the bundled net and on a generated T82-sized one whose ~150 MB of weights
+/// take the longest to upload.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn first_passes_right_after_creation_match_cpu() {
+    use lc0rs::netgen::{generate, preset};
+    check_first_passes_right_after_creation("cuda-fp16", &bundled("bundled:tiny"), 3);
+    check_first_passes_right_after_creation("cuda-fp16", &generate(&preset("t82").unwrap(), 5), 2);
 }

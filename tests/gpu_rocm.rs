@@ -5,7 +5,10 @@
 
 mod common;
 
-use common::gpu::{bundled, check_backend_against_cpu, check_concurrent_against_cpu};
+use common::gpu::{
+    bundled, check_backend_against_cpu, check_concurrent_against_cpu,
+    check_first_passes_right_after_creation,
+};
 use lc0rs::weights::format::Activation;
 
 #[test]
@@ -45,4 +48,11 @@ fn rocm_swish_variant_matches_cpu() {
 fn rocm_concurrent_calls_run_on_lanes_and_match_cpu() {
     let report = check_concurrent_against_cpu("rocm-fp16", &bundled("bundled:tiny"), "lanes=2");
     assert!(report.contains("2 of at most 2 lanes made"), "{report}");
+}
+
+/// Evaluation immediately after creation, on both lanes (docs/gpu-ordering.md).
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (run with --ignored on one)"]
+fn rocm_first_passes_right_after_creation_match_cpu() {
+    check_first_passes_right_after_creation("rocm-fp16", &bundled("bundled:tiny"), 3);
 }

@@ -4,8 +4,18 @@ use super::cpu::CpuBackend;
 use super::{Backend, BackendError, BackendOptions};
 use crate::weights::Network;
 
-/// The backends this build can create.
-pub const BACKEND_NAMES: [&str; 4] = ["cpu", "cuda-fp16", "rocm-fp16", "rocm"];
+/// The backends this build can create. `rocm` and lc0's names for its AMD backend (`hip`,
+/// `hip-fp16`, `hip-auto`, which users coming from lc0 type) are the same fp16 ROCm backend as
+/// `rocm-fp16`: lc0rs builds no fp32 GPU path, so there is nothing for "auto" to choose between.
+pub const BACKEND_NAMES: [&str; 7] = [
+    "cpu",
+    "cuda-fp16",
+    "rocm-fp16",
+    "rocm",
+    "hip",
+    "hip-fp16",
+    "hip-auto",
+];
 
 /// The best backend this machine can run: `cuda-fp16` with a usable NVIDIA GPU, else
 /// `rocm-fp16` with an AMD GPU the HIP runtime reports, else `cpu`.
@@ -29,7 +39,9 @@ pub fn create_backend(
     let backend: Box<dyn Backend> = match name {
         "cpu" => Box::new(CpuBackend::new(network, &options)?),
         "cuda-fp16" => Box::new(super::gpu::create_cuda(name, network, &options)?),
-        "rocm-fp16" | "rocm" => Box::new(super::gpu::create_rocm(name, network, &options)?),
+        "rocm-fp16" | "rocm" | "hip" | "hip-fp16" | "hip-auto" => {
+            Box::new(super::gpu::create_rocm(name, network, &options)?)
+        }
         _ => {
             return Err(BackendError::UnknownBackend {
                 name: name.to_owned(),

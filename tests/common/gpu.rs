@@ -65,6 +65,37 @@ pub fn check_against_cpu(
     got
 }
 
+/// The first passes right after `backend` is created, with nothing in between: every weight
+/// must be on the device before (or stream-ordered before) any pass reads it, on the lane that
+/// uploaded the weights and on a second lane made at once by a concurrent first call
+/// (`lanes=2`). `rounds` fresh backends, each hit by two threads released together as soon as it
+/// exists; the cpu oracle's answers are computed beforehand so that no host work sits between
+/// creation and the first passes.
+pub fn check_first_passes_right_after_creation(backend: &str, network: &Network, rounds: usize) {
+    let oracle = create_backend("cpu", network.clone(), "").unwrap();
+    let histories = random_histories(24, 41);
+    let encoded = encode_all(&histories, oracle.as_ref());
+    let want = evaluate_in_batches(oracle.as_ref(), &encoded, 24).unwrap();
+    for round in 0..rounds {
+        let gpu = create_backend(backend, network.clone(), "lanes=2")
+            .unwrap_or_else(|e| panic!("{backend}: {e}"));
+        let start = std::sync::Barrier::new(2);
+        std::thread::scope(|scope| {
+            for batch in [24, 5] {
+                let (gpu, start, histories, encoded, want) =
+                    (&gpu, &start, &histories, &encoded, &want);
+                scope.spawn(move || {
+                    start.wait();
+                    let got = evaluate_in_batches(gpu.as_ref(), encoded, batch).unwrap();
+                    let e = compare(histories, encoded, &got, want, batch);
+                    eprintln!("round {round} batch {batch} (first pass after creation): {e:?}");
+                    assert!(e.passed(), "round {round} batch {batch}: {e:?}");
+                });
+            }
+        });
+    }
+}
+
 /// The largest difference between `got` (`rows × cols`) and LayerNorm in f64 (biased variance,
 /// eps 1e-6) of the rows `pre(r, c)`, scaled by `gamma` and shifted by `beta`.
 pub fn layer_norm_error(

@@ -1,8 +1,10 @@
 //! The HIP runtime (libamdhip64) and hipRTC, loaded at run time with libloading, so that lc0rs
 //! builds and tests on machines without ROCm. Layered like cudarc: [`sys`] holds the raw types
-//! and function pointers, [`result`] turns every call into a `Result`, [`safe`] owns resources.
+//! and function pointers, [`result`] turns every call into a `Result`, [`safe`] owns resources;
+//! [`comgr`] lists the ISAs the code object manager hipRTC compiles through knows.
 //! Facts (sonames, signatures, values): `shared/docs/gpu-apis.md` Part 1.
 
+pub mod comgr;
 pub mod loader;
 pub mod result;
 pub mod safe;

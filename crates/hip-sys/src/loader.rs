@@ -1,6 +1,8 @@
-//! Finding and loading one ROCm install: `ROCM_PATH/lib`, then `/opt/rocm/lib`, then the system
-//! search path; HIP runtime majors 7, 6, 5 (never mixed); hipRTC from `libhiprtc.so.<major>`
-//! beside the runtime, else from the runtime itself (where hipRTC lived up to ROCm 6).
+//! Finding and loading one ROCm install: `ROCM_PATH/lib` alone where `ROCM_PATH` is set, else
+//! `/opt/rocm/lib`, then the system search path; HIP runtime majors 7, 6, 5 (never mixed); hipRTC
+//! from `libhiprtc.so.<major>` beside the runtime, else from the runtime itself (where hipRTC
+//! lived up to ROCm 6). A runtime file that exists but does not load (e.g. built for a newer
+//! glibc) ends the search with its error: quietly using another install instead would hide why.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +20,14 @@ pub enum LoadError {
         "the HIP runtime (libamdhip64.so.7/.6/.5) was not found; tried: {tried}. Install ROCm or set ROCM_PATH"
     )]
     NotFound { tried: String },
+    /// `ROCM_PATH` names the install to use, and it has no runtime.
+    #[error("ROCM_PATH={rocm_path} has no HIP runtime (libamdhip64.so.7/.6/.5) in {rocm_path}/lib")]
+    NotInRocmPath { rocm_path: String },
+    /// A runtime file exists but does not load; no other install is tried in its place.
+    #[error(
+        "the HIP runtime {library} exists but could not be loaded: {detail} (no other ROCm install is used in its place; set ROCM_PATH to a working one)"
+    )]
+    Broken { library: String, detail: String },
     #[error("{library}: missing symbol {symbol}: {detail}")]
     Symbol {
         library: String,
@@ -38,24 +48,41 @@ pub enum LoadError {
     },
 }
 
-/// The runtime libraries to try, in order, with their majors: absolute paths in `ROCM_PATH/lib`
-/// and `/opt/rocm/lib` that exist, then plain sonames for the system search.
-pub fn library_candidates(rocm_path: Option<&Path>, default_dir: &Path) -> Vec<(PathBuf, u32)> {
-    let mut dirs: Vec<PathBuf> = rocm_path.map(|p| p.join("lib")).into_iter().collect();
-    dirs.push(default_dir.to_path_buf());
-    let mut out = Vec::new();
-    for dir in &dirs {
-        for major in RUNTIME_MAJORS {
-            let path = dir.join(format!("libamdhip64.so.{major}"));
-            if path.exists() {
-                out.push((path, major));
-            }
+/// The runtime libraries to try, in order, with their majors. Where `ROCM_PATH` is set, only the
+/// files in its `lib` that exist (it names the install to use; none there is an error); else
+/// those in `default_dir` (`/opt/rocm/lib`), then plain sonames for the system search.
+pub fn library_candidates(
+    rocm_path: Option<&Path>,
+    default_dir: &Path,
+) -> Result<Vec<(PathBuf, u32)>, LoadError> {
+    if let Some(rocm) = rocm_path {
+        let found = runtimes_in(&rocm.join("lib"));
+        if found.is_empty() {
+            return Err(LoadError::NotInRocmPath {
+                rocm_path: rocm.display().to_string(),
+            });
         }
+        return Ok(found);
     }
+    let mut out = runtimes_in(default_dir);
     out.extend(
         RUNTIME_MAJORS.map(|major| (PathBuf::from(format!("libamdhip64.so.{major}")), major)),
     );
-    out
+    Ok(out)
+}
+
+/// The runtime files in `dir` that exist, newest major first.
+fn runtimes_in(dir: &Path) -> Vec<(PathBuf, u32)> {
+    RUNTIME_MAJORS
+        .into_iter()
+        .map(|major| (dir.join(format!("libamdhip64.so.{major}")), major))
+        .filter(|(path, _)| path.exists())
+        .collect()
+}
+
+/// Whether `path` names a file (has a directory part) rather than a soname for the system search.
+fn is_file_path(path: &Path) -> bool {
+    path.parent().is_some_and(|dir| !dir.as_os_str().is_empty())
 }
 
 /// The loaded HIP runtime and hipRTC of one ROCm install.
@@ -73,7 +100,7 @@ pub struct Hip {
 
 /// The whole message of a loading error: libloading keeps dlerror's text (the file that was
 /// missing, the symbol that did not resolve) in the error's source.
-fn describe(e: &libloading::Error) -> String {
+pub(crate) fn describe(e: &libloading::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(inner) = source {
@@ -107,7 +134,7 @@ pub fn symbol<T: Copy>(lib: &Library, library: &Path, name: &'static str) -> Res
 }
 
 impl Hip {
-    /// Loads from `ROCM_PATH` (if set), `/opt/rocm/lib`, or the system path.
+    /// Loads from `ROCM_PATH` (if set), else `/opt/rocm/lib` or the system path.
     pub fn load() -> Result<Self, LoadError> {
         let rocm = std::env::var_os("ROCM_PATH").map(PathBuf::from);
         Self::load_from(rocm.as_deref(), Path::new("/opt/rocm/lib"))
@@ -115,16 +142,23 @@ impl Hip {
 
     /// Loads the first runtime of [`library_candidates`] that opens, and its hipRTC.
     pub fn load_from(rocm_path: Option<&Path>, default_dir: &Path) -> Result<Self, LoadError> {
-        Self::load_first(&library_candidates(rocm_path, default_dir))
+        Self::load_first(&library_candidates(rocm_path, default_dir)?)
     }
 
-    /// Loads the first of `candidates` (path or soname, major) that opens.
+    /// Loads the first of `candidates` (path or soname, major) that opens; a file path that does
+    /// not open is an error, a soname that does not is passed over.
     pub fn load_first(candidates: &[(PathBuf, u32)]) -> Result<Self, LoadError> {
         let mut tried = Vec::new();
         for (path, major) in candidates.iter().cloned() {
             // SAFETY: loading the HIP runtime runs its initialisers, which are sound to run.
             match unsafe { Library::new(&path) } {
                 Ok(lib) => return Self::from_runtime(lib, path, major),
+                Err(e) if is_file_path(&path) => {
+                    return Err(LoadError::Broken {
+                        library: path.display().to_string(),
+                        detail: describe(&e),
+                    });
+                }
                 Err(e) => tried.push(format!("{} ({})", path.display(), describe(&e))),
             }
         }
@@ -236,41 +270,67 @@ mod tests {
     }
 
     #[test]
-    fn rocm_path_comes_first_newest_major_first_then_system_names() {
+    fn rocm_path_alone_is_searched_newest_major_first() {
         let root = tempfile::tempdir().unwrap();
         let rocm = root.path().join("rocm-6.2");
         let opt = root.path().join("opt-rocm-lib");
         touch(&rocm.join("lib"), "libamdhip64.so.6");
         touch(&rocm.join("lib"), "libamdhip64.so.5");
         touch(&opt, "libamdhip64.so.7");
-        let found = library_candidates(Some(&rocm), &opt);
-        let names: Vec<String> = found
-            .iter()
-            .map(|(p, m)| format!("{}:{m}", p.display()))
-            .collect();
-        assert_eq!(found[0], (rocm.join("lib/libamdhip64.so.6"), 6));
-        assert_eq!(found[1], (rocm.join("lib/libamdhip64.so.5"), 5));
-        assert_eq!(found[2], (opt.join("libamdhip64.so.7"), 7));
+        let found = library_candidates(Some(&rocm), &opt).unwrap();
         assert_eq!(
-            &found[3..],
-            &[
-                ("libamdhip64.so.7".into(), 7),
-                ("libamdhip64.so.6".into(), 6),
-                ("libamdhip64.so.5".into(), 5)
-            ],
-            "{names:?}"
+            found,
+            [
+                (rocm.join("lib/libamdhip64.so.6"), 6),
+                (rocm.join("lib/libamdhip64.so.5"), 5)
+            ]
         );
     }
 
     #[test]
-    fn absent_directories_leave_only_system_names() {
+    fn without_rocm_path_the_default_directory_comes_before_system_names() {
         let root = tempfile::tempdir().unwrap();
-        let found = library_candidates(
-            Some(&root.path().join("none")),
-            &root.path().join("nothing"),
+        let opt = root.path().join("opt-rocm-lib");
+        touch(&opt, "libamdhip64.so.7");
+        let found = library_candidates(None, &opt).unwrap();
+        assert_eq!(
+            found,
+            [
+                (opt.join("libamdhip64.so.7"), 7),
+                ("libamdhip64.so.7".into(), 7),
+                ("libamdhip64.so.6".into(), 6),
+                ("libamdhip64.so.5".into(), 5)
+            ]
         );
-        assert_eq!(found.len(), 3);
-        assert!(found.iter().all(|(p, _)| p.parent() == Some(Path::new(""))));
+        let none = library_candidates(None, &root.path().join("nothing")).unwrap();
+        assert!(none.iter().all(|(p, _)| !is_file_path(p)), "{none:?}");
+    }
+
+    #[test]
+    fn a_rocm_path_without_a_runtime_is_an_error_naming_it() {
+        let root = tempfile::tempdir().unwrap();
+        let rocm = root.path().join("rocm-empty");
+        let error =
+            library_candidates(Some(&rocm), &root.path().join("opt")).expect_err("nothing there");
+        let message = error.to_string();
+        assert!(
+            message.contains(&format!("ROCM_PATH={}", rocm.display())),
+            "{message}"
+        );
+    }
+
+    /// A broken file is not passed over for a later candidate (here a runtime no machine has):
+    /// the error is about the broken file.
+    #[test]
+    fn a_broken_runtime_file_ends_the_search() {
+        let root = tempfile::tempdir().unwrap();
+        touch(&root.path().join("lib"), "libamdhip64.so.6");
+        let fake = root.path().join("lib/libamdhip64.so.6");
+        let error = Hip::load_first(&[(fake.clone(), 6), ("libamdhip64.so.99".into(), 99)])
+            .err()
+            .expect("a text file is no library");
+        assert!(matches!(error, LoadError::Broken { .. }), "{error}");
+        assert!(!error.to_string().contains("so.99"), "{error}");
     }
 
     #[test]

@@ -103,8 +103,11 @@ pub const EPILOGUE_GELU_BIAS: u32 = 36;
 pub const EPILOGUE_SWISH_BIAS_EXT: u32 = 65540;
 pub const EPILOGUE_SWISH_EXT: u32 = 65536;
 
-/// The hipBLASLt soname for a HIP runtime version (`major·10⁷ + minor·10⁵ + patch`).
-pub fn soname(runtime_version: i32) -> Result<&'static str, LoadError> {
+/// The hipBLASLt sonames to try, in order, for a HIP runtime version (`major·10⁷ + minor·10⁵ +
+/// patch`): AMD's ROCm 6.x ships `.so.0`; Debian builds hipBLASLt 1.x (`.so.1`, as in ROCm 7)
+/// against its HIP 6.4 runtime. Which hipBLASLt was found is then checked by its own version
+/// ([`check_version`]), once a handle exists.
+pub fn sonames(runtime_version: i32) -> Result<&'static [&'static str], LoadError> {
     let unsupported = |reason| LoadError::Unsupported {
         library: "hipBLASLt",
         runtime_version,
@@ -114,17 +117,46 @@ pub fn soname(runtime_version: i32) -> Result<&'static str, LoadError> {
         5 => Err(unsupported(
             "ROCm 5.x hipBLASLt uses the older enum scheme; gemm=lt needs ROCm 6.0 or newer, gemm=blas (rocBLAS) does not",
         )),
-        6 => Ok("libhipblaslt.so.0"),
-        7 => Ok("libhipblaslt.so.1"),
+        6 => Ok(&["libhipblaslt.so.0", "libhipblaslt.so.1"]),
+        7 => Ok(&["libhipblaslt.so.1"]),
         _ => Err(unsupported(
             "lc0rs knows the hipBLASLt sonames of ROCm 6.x and 7.x",
         )),
     }
 }
 
-/// Whether the fused bias+SiLU epilogue exists in this release's headers (ROCm 7.0+).
-pub fn has_swish_bias_epilogue(runtime_version: i32) -> bool {
-    runtime_version >= 70_000_000
+/// The oldest hipBLASLt lc0rs reads (0.6.0, ROCm 6.0: the `hipDataType` enum scheme), as
+/// `hipblasLtGetVersion` reports it: `major·100000 + minor·100 + patch`.
+pub const MIN_VERSION: i32 = 600;
+
+/// A `hipblasLtGetVersion` value as `major.minor.patch`.
+pub fn version_text(version: i32) -> String {
+    format!(
+        "{}.{}.{}",
+        version / 100_000,
+        version / 100 % 1000,
+        version % 100
+    )
+}
+
+/// Refuses a hipBLASLt older than [`MIN_VERSION`] (that of ROCm 5.x, with another enum scheme),
+/// whatever soname it came under.
+pub fn check_version(version: i32) -> Result<(), String> {
+    if version >= MIN_VERSION {
+        Ok(())
+    } else {
+        Err(format!(
+            "hipBLASLt {} is older than {} (ROCm 6.0), whose enum scheme lc0rs uses; gemm=blas (rocBLAS) works",
+            version_text(version),
+            version_text(MIN_VERSION)
+        ))
+    }
+}
+
+/// Whether the fused bias+SiLU epilogue exists: from hipBLASLt 1.0 (ROCm 7.0, and Debian's
+/// hipBLASLt 1.x beside HIP 6.4), by the library's own version, not the runtime's.
+pub fn has_swish_bias_epilogue(version: i32) -> bool {
+    version >= 100_000
 }
 
 /// The hipBLASLt functions lc0rs uses.
@@ -189,12 +221,25 @@ pub struct HipblasLt {
 }
 
 impl HipblasLt {
-    /// Loads the hipBLASLt matching `runtime_version` from `dir` (the HIP runtime's directory),
-    /// or by soname when the runtime came from the system search path.
+    /// Loads the first hipBLASLt of [`sonames`] for `runtime_version` that opens, from `dir` (the
+    /// HIP runtime's directory), or by soname when the runtime came from the system search path.
     pub fn load(dir: Option<&Path>, runtime_version: i32) -> Result<Self, LoadError> {
-        let name = soname(runtime_version)?;
-        let path = dir.map_or_else(|| PathBuf::from(name), |d| d.join(name));
-        let lib = open_companion(&path)?;
+        let mut failures = Vec::new();
+        for name in sonames(runtime_version)? {
+            let path = dir.map_or_else(|| PathBuf::from(name), |d| d.join(name));
+            match open_companion(&path) {
+                Ok(lib) => return Self::resolve(lib, path),
+                Err(e) => failures.push(e.to_string()),
+            }
+        }
+        Err(LoadError::Open {
+            library: "hipBLASLt".to_owned(),
+            detail: failures.join("; "),
+        })
+    }
+
+    /// Resolves every function lc0rs calls in the opened `lib`.
+    fn resolve(lib: Library, path: PathBuf) -> Result<Self, LoadError> {
         let fns = HipblasLtFns {
             create: symbol(&lib, &path, "hipblasLtCreate")?,
             destroy: symbol(&lib, &path, "hipblasLtDestroy")?,
@@ -258,14 +303,32 @@ mod tests {
     }
 
     #[test]
-    fn soname_follows_the_rocm_release_and_refuses_rocm5() {
-        assert_eq!(soname(60_200_000).unwrap(), "libhipblaslt.so.0");
-        assert_eq!(soname(70_100_000).unwrap(), "libhipblaslt.so.1");
-        let e = soname(50_700_000).unwrap_err().to_string();
+    fn sonames_follow_the_rocm_release_and_refuse_rocm5() {
+        assert_eq!(
+            sonames(60_200_000).unwrap(),
+            ["libhipblaslt.so.0", "libhipblaslt.so.1"]
+        );
+        assert_eq!(
+            sonames(60_443_484).unwrap(),
+            ["libhipblaslt.so.0", "libhipblaslt.so.1"]
+        );
+        assert_eq!(sonames(70_100_000).unwrap(), ["libhipblaslt.so.1"]);
+        let e = sonames(50_700_000).unwrap_err().to_string();
         assert!(e.contains("hipBLASLt") && e.contains("6.0"), "{e}");
-        assert!(soname(80_000_000).is_err());
-        assert!(!has_swish_bias_epilogue(60_400_000));
-        assert!(has_swish_bias_epilogue(70_000_000));
+        assert!(sonames(80_000_000).is_err());
+    }
+
+    /// Versions as hipblasLtGetVersion packs them (`major·100000 + minor·100 + patch`): 0.4.0 is
+    /// 400, 0.6.0 is 600, 0.12.1 is 1201, 1.1.0 (Debian's, per its hipblaslt-version.h) is 100100.
+    #[test]
+    fn the_library_version_decides_refusal_and_the_swish_epilogue() {
+        assert_eq!(version_text(1201), "0.12.1");
+        assert_eq!(version_text(100_100), "1.1.0");
+        let e = check_version(400).unwrap_err();
+        assert!(e.contains("0.4.0") && e.contains("0.6.0"), "{e}");
+        assert!(check_version(600).is_ok() && check_version(100_100).is_ok());
+        assert!(!has_swish_bias_epilogue(1201));
+        assert!(has_swish_bias_epilogue(100_000));
     }
 
     #[test]
@@ -291,5 +354,13 @@ mod tests {
             .err()
             .expect("nothing to load there");
         assert!(e.to_string().contains("libhipblaslt.so.1"), "{e}");
+        let e = HipblasLt::load(Some(&dir), 60_400_000)
+            .err()
+            .expect("nothing to load there");
+        assert!(
+            e.to_string().contains("libhipblaslt.so.0")
+                && e.to_string().contains("libhipblaslt.so.1"),
+            "{e}"
+        );
     }
 }

@@ -118,7 +118,7 @@ impl HipDevice {
         // hipBLASLt is optional: a release without it, or a GPU it cannot serve, leaves gemm=blas.
         let lt = match HipblasLt::load(dir.as_deref(), version)
             .map_err(|e| e.to_string())
-            .and_then(|lib| LtCache::new(&hip, &Arc::new(lib), version).map_err(|e| e.to_string()))
+            .and_then(|lib| LtCache::new(&hip, &Arc::new(lib)).map_err(|e| e.to_string()))
         {
             Ok(cache) => Lt::Ready(Box::new(cache)),
             Err(why) => Lt::Missing(why),

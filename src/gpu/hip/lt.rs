@@ -1,6 +1,6 @@
 //! hipBLASLt with cached plans, as the CUDA side does with cuBLASLt: per GEMM shape one matmul
 //! descriptor, three layouts and an algorithm chosen once by timing the heuristic's top
-//! candidates. Epilogues are tried from the most fused down (bias+SiLU from ROCm 7, bias+ReLU,
+//! candidates. Epilogues are tried from the most fused down (bias+SiLU from hipBLASLt 1.0, bias+ReLU,
 //! bias alone): an epilogue without kernels for this GPU shows as a heuristic with no algorithm,
 //! and what the library cannot fuse is left to the caller's kernel (the returned [`Fused`]).
 
@@ -78,19 +78,24 @@ pub struct LtCache {
     plans: HashMap<PlanKey, Plan>,
     handle: Handle,
     workspace: DeviceMemory,
-    /// Whether this release has the SWISH epilogues (ROCm 7.0+).
+    /// Whether this hipBLASLt has the SWISH epilogues (1.0+: ROCm 7, Debian beside HIP 6.4).
     swish: bool,
     hip: Arc<Hip>,
 }
 
 impl LtCache {
-    /// A handle and workspace on the current device.
-    pub fn new(hip: &Arc<Hip>, lib: &Arc<HipblasLt>, runtime_version: i32) -> GpuResult<Self> {
+    /// A handle and workspace on the current device, once hipBLASLt's own version (whatever
+    /// soname it came under) is one lc0rs reads.
+    pub fn new(hip: &Arc<Hip>, lib: &Arc<HipblasLt>) -> GpuResult<Self> {
+        let handle = Handle::new(lib).map_err(lt_error)?;
+        let version = handle.version().map_err(lt_error)?;
+        hipblaslt_sys::check_version(version)
+            .map_err(|why| GpuError::Unsupported(format!("{}: {why}", lib.library.display())))?;
         Ok(Self {
             hip: hip.clone(),
-            handle: Handle::new(lib).map_err(lt_error)?,
+            handle,
             workspace: DeviceMemory::alloc(hip, WORKSPACE_BYTES).map_err(hip_error)?,
-            swish: hipblaslt_sys::has_swish_bias_epilogue(runtime_version),
+            swish: hipblaslt_sys::has_swish_bias_epilogue(version),
             plans: HashMap::new(),
         })
     }
@@ -250,7 +255,7 @@ mod tests {
             epilogue_choices(true, Silu, true),
             [(EPILOGUE_SWISH_BIAS_EXT, Fused::Everything), bias, plain]
         );
-        // Before ROCm 7 there is no SiLU epilogue: bias in the GEMM, SiLU by kernel.
+        // Before hipBLASLt 1.0 there is no SiLU epilogue: bias in the GEMM, SiLU by kernel.
         assert_eq!(epilogue_choices(true, Silu, false), [bias, plain]);
         assert_eq!(
             epilogue_choices(false, Silu, true),

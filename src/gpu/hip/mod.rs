@@ -2,9 +2,13 @@
 //! `hip/` with hipRTC (no GPU needed), and the ROCm implementation of `GpuDevice`
 //! ([`device::HipDevice`]: HIP runtime, rocBLAS, hipBLASLt).
 
+mod arch;
 pub mod device;
 mod lt;
 
+use std::path::{Path, PathBuf};
+
+use hip_sys::comgr::Comgr;
 use hip_sys::result::{
     arch_name, device_attribute, device_count as device_count_of, device_name, runtime_version,
     version_text,
@@ -64,6 +68,18 @@ pub fn report() -> Vec<String> {
         )),
         Err(e) => lines.push(format!("hipRTC unusable: {e}")),
     }
+    lines.push(match comgr_isas(&hip) {
+        Ok((library, isas)) => {
+            let names: Vec<&str> = isas.iter().map(|isa| arch::processor(isa)).collect();
+            format!(
+                "comgr {}: {} ISAs: {}",
+                library.display(),
+                names.len(),
+                names.join(" ")
+            )
+        }
+        Err(e) => format!("comgr unusable: {e}"),
+    });
     match device_count_of(&hip) {
         Err(e) => lines.push(format!("no GPUs: {e}")),
         Ok(0) => lines.push("no GPUs: the HIP runtime reports none (hipErrorNoDevice)".to_owned()),
@@ -93,19 +109,40 @@ fn describe_gpu(hip: &Hip, ordinal: usize) -> String {
     format!("{name} ({arch}), {cus} compute units, wave {wave}")
 }
 
+/// The directory the HIP runtime was loaded from; `None` where it came by soname from the system
+/// search path (its companions are then looked up the same way).
+fn runtime_dir(hip: &Hip) -> Option<&Path> {
+    hip.runtime_library
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+}
+
+/// comgr of the runtime's install and the ISA names it knows.
+fn comgr_isas(hip: &Hip) -> Result<(PathBuf, Vec<String>), GpuError> {
+    let comgr = Comgr::load(runtime_dir(hip)).map_err(|e| GpuError::LibraryMissing {
+        library: "comgr (the code object manager hipRTC compiles through)",
+        detail: e.to_string(),
+    })?;
+    let isas = comgr.isa_names().map_err(|e| GpuError::Call {
+        call: e.call,
+        detail: e.to_string(),
+    })?;
+    Ok((comgr.library, isas))
+}
+
 /// Whether rocBLAS and hipBLASLt of the runtime's release load (and resolve every function
 /// lc0rs calls) from the runtime's directory.
 fn blas_report(hip: &Hip, version: i32) -> [String; 2] {
-    let dir = hip
-        .runtime_library
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty());
+    let dir = runtime_dir(hip);
     let rocblas = match Rocblas::load(dir, version) {
         Ok(lib) => format!("rocBLAS {}", lib.library.display()),
         Err(e) => format!("rocBLAS not available: {e}"),
     };
     let hipblaslt = match HipblasLt::load(dir, version) {
-        Ok(lib) => format!("hipBLASLt {}", lib.library.display()),
+        Ok(lib) => format!(
+            "hipBLASLt {} (its own version is checked once a GPU opens it)",
+            lib.library.display()
+        ),
         Err(e) => format!("hipBLASLt not available: {e}"),
     };
     [rocblas, hipblaslt]
@@ -118,8 +155,13 @@ pub fn compile_kernels(arch: &str) -> Result<Vec<u8>, GpuError> {
 }
 
 /// Compiles `hip/` for `arch` and wave size `wave` and checks that every shared kernel is in
-/// the code object.
+/// the code object. An arch comgr does not know is refused first (hipRTC would abort on it).
 fn compile_source(hip: &Hip, arch: &str, wave: u32) -> Result<Vec<u8>, GpuError> {
+    let (comgr, isas) = comgr_isas(hip)?;
+    arch::check_known(arch, &isas).map_err(|why| GpuError::Compile {
+        arch: arch.to_owned(),
+        log: format!("{why} ({})", comgr.display()),
+    })?;
     let warp = format!("-DWARP_SIZE={wave}");
     let code = compile(
         hip,
