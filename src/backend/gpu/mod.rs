@@ -8,6 +8,7 @@ mod weights;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::finite::check_outputs;
 use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput, ProfileReport};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
@@ -617,10 +618,16 @@ impl Backend for GpuBackend {
         if batch.is_empty() {
             return Ok(BatchOutput::default());
         }
-        self.run(batch).map_err(|error| BackendError::Gpu {
+        let out = self.run(batch).map_err(|error| BackendError::Gpu {
             backend: self.name.clone(),
             error,
-        })
+        })?;
+        // On the host, over the results already downloaded: about one read of them.
+        check_outputs(&out).map_err(|error| BackendError::NonFinite {
+            backend: self.name.clone(),
+            error,
+        })?;
+        Ok(out)
     }
 }
 
