@@ -356,9 +356,10 @@ impl Engine {
         let limits = match parse_go(rest, turn, self.move_overhead) {
             Ok(limits) => limits,
             Err(e) => {
+                // A GUI waits for the answer to every `go`.
                 self.tell(&e);
                 self.search = Some(search);
-                return;
+                return say(&self.out, "bestmove 0000");
             }
         };
         let endless = limits == Limits::default();
@@ -424,12 +425,12 @@ impl Engine {
             return self.join();
         }
         let latest = running.progress.latest();
-        match latest.as_ref().and_then(|info| info.pv.first()) {
-            Some(best) => running
+        // Before the first batch has finished there is no move to name: the stopped thread
+        // names its own when its batch ends.
+        if let Some(best) = latest.as_ref().and_then(|info| info.pv.first()) {
+            running
                 .progress
-                .answer(&self.out, latest.as_ref(), &uci(best)),
-            // No batch has finished yet: the stopped thread names its own move.
-            None => {}
+                .answer(&self.out, latest.as_ref(), &uci(best));
         }
     }
 

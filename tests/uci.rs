@@ -310,6 +310,10 @@ fn malformed_input_never_crashes_the_engine() {
         "é",
     ];
     let mut lines = 0;
+    // Every `go` gets one `bestmove` and every `isready` one `readyok`, in the order of the
+    // commands (a stopped search may answer after later commands were read).
+    let first_word_is = |line: &str, word: &str| line.split_whitespace().next() == Some(word);
+    let (mut gos, mut readies) = (0, 0);
     while lines < 1000 {
         let count = next() % 7;
         let line: Vec<&str> = (0..count)
@@ -321,15 +325,27 @@ fn malformed_input_never_crashes_the_engine() {
             continue;
         }
         engine.send(&line);
+        gos += usize::from(first_word_is(&line, "go"));
+        readies += usize::from(first_word_is(&line, "isready"));
         if line.starts_with("go") {
             engine.send("stop");
         }
         lines += 1;
     }
     engine.send("isready");
-    engine.until("readyok", 60 * SECOND);
+    let mut seen = Vec::new();
+    for _ in 0..=readies {
+        seen.extend(engine.until("readyok", 60 * SECOND));
+    }
+    let answered = seen.iter().filter(|l| l.starts_with("bestmove")).count();
     engine.send("position startpos");
-    let (best, _) = engine.best_move("go nodes 10");
-    PositionHistory::from_spec(&format!("startpos moves {best}")).unwrap();
+    engine.send("go nodes 10");
+    let mut last = Vec::new();
+    for _ in answered..=gos {
+        last = engine.until("bestmove", 60 * SECOND);
+    }
+    let best = last.last().unwrap().split_whitespace().nth(1).unwrap();
+    PositionHistory::from_spec(&format!("startpos moves {best}"))
+        .unwrap_or_else(|e| panic!("{e}: {last:?}"));
     engine.quit();
 }
