@@ -182,6 +182,12 @@ fn every_go_among_random_uci_lines_gets_one_bestmove() {
     let text = String::from_utf8_lossy(&written.lock().unwrap()).into_owned();
     let answers = text.lines().filter(|l| l.starts_with("bestmove")).count();
     assert_eq!(answers, gos, "one bestmove per go");
+    // The lines reach real searches too, not only refusals.
+    let searched = text
+        .lines()
+        .filter(|l| l.starts_with("bestmove") && *l != "bestmove 0000")
+        .count();
+    assert!(searched >= 10, "{searched} of {gos} searches named a move");
     let first_word = |l: &str| l.split_whitespace().next() == Some("isready");
     let asked = input.lines().filter(|l| first_word(l)).count();
     let ready = text.lines().filter(|l| *l == "readyok").count();
