@@ -521,3 +521,9 @@ fn traced_profile_accounts_for_the_pass() {
     );
     assert!(traced.ops.iter().all(|o| o.ms > 0.0));
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn cuda_overflow_is_an_error_not_nan() {
+    common::gpu::check_overflow_is_reported("cuda-fp16");
+}

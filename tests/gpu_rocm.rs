@@ -46,3 +46,9 @@ fn rocm_concurrent_calls_run_on_lanes_and_match_cpu() {
     let report = check_concurrent_against_cpu("rocm-fp16", &bundled("bundled:tiny"), "lanes=2");
     assert!(report.contains("2 of at most 2 lanes made"), "{report}");
 }
+
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (run with --ignored on one)"]
+fn rocm_overflow_is_an_error_not_nan() {
+    common::gpu::check_overflow_is_reported("rocm-fp16");
+}

@@ -18,6 +18,7 @@ mod wire;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -72,6 +73,14 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
+
+/// The allocator's counters are global: the tests of this file run one at a time, so that a
+/// peak measured is the measured load's own.
+static ALONE: Mutex<()> = Mutex::new(());
+
+fn alone() -> MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A load may take this many times a normal load of the same size (plus [`SLACK`] for a busy
 /// machine), and a slow one is timed again before it counts.
@@ -201,6 +210,7 @@ fn base_index(bases: &[Base], m: &Mutant) -> usize {
 
 #[test]
 fn a_seeded_corpus_of_damaged_files_loads_or_errs_within_bounds() {
+    let _alone = alone();
     let files = env_or("LC0RS_HOSTILE_FILES", 10_000usize);
     let seed = env_or("LC0RS_HOSTILE_SEED", 20_261_123u64);
     let out_dir = std::env::var_os("LC0RS_HOSTILE_OUT").map(PathBuf::from);
@@ -345,6 +355,7 @@ fn tiny() -> Base {
 /// Files that once aborted the process (a 4 GiB buffer from the trailer) or loaded slowly.
 #[test]
 fn damage_that_once_aborted_or_stalled_is_bounded() {
+    let _alone = alone();
     let base = tiny();
     let with_isize = |size: u32| {
         let mut gz = base.gzip.clone();
@@ -415,6 +426,7 @@ fn damage_that_once_aborted_or_stalled_is_bounded() {
 
 #[test]
 fn nan_and_infinity_in_weights_are_refused_with_the_tensor_name() {
+    let _alone = alone();
     let base = tiny();
     // FLOAT16 bit patterns: 0x7e00 NaN, 0x7c00 +inf, 0xfc00 -inf.
     for pattern in [[0x00u8, 0x7e], [0x00, 0x7c], [0x00, 0xfc]] {
