@@ -404,6 +404,18 @@ fn damage_that_once_aborted_or_stalled_is_bounded() {
             }),
         ),
         (
+            "a million empty encoder layers (3 bytes each, 2 KB each decoded)",
+            base.changed(&[10], |weights| {
+                let empty = Field {
+                    number: 27,
+                    value: Value::Bytes(Vec::new()),
+                };
+                if let Value::Message(fields) = &mut weights.value {
+                    fields.extend(std::iter::repeat_n(empty, 1_000_000));
+                }
+            }),
+        ),
+        (
             "an unknown 8th field holding a 16 MiB blob",
             base.changed(&compress, |f| {
                 if let Value::Message(layer) = &mut f.value {

@@ -155,6 +155,7 @@ pub fn decode_net(bytes: Bytes, file: &str) -> Result<Net, WeightsError> {
 /// Decodes the decompressed protobuf and checks lc0's header fields.
 fn decode_payload(payload: Bytes, file: &str) -> Result<Net, WeightsError> {
     check_payload_kind(&payload, file)?;
+    super::repeats::check_repeated(&payload, file)?;
     let net = Net::decode(payload).map_err(|error| WeightsError::Protobuf {
         file: file.to_owned(),
         error,

@@ -248,10 +248,20 @@ fn field_damage(message: &mut Vec<Field>, i: usize, rng: &mut ChaCha8Rng) -> Str
             );
             format!("unknown field {unknown} of {len} bytes")
         }
-        3 => {
+        3 if rng.random_bool(0.5) => {
             let copy = message[i].clone();
             message.push(copy);
             format!("field {number} repeated")
+        }
+        3 => {
+            // Empty elements: 3 bytes each in the file, a whole struct each when decoded.
+            let copies = rng.random_range(1_000..300_000);
+            let empty = Field {
+                number,
+                value: Value::Bytes(Vec::new()),
+            };
+            message.extend(std::iter::repeat_n(empty, copies));
+            format!("{copies} empty copies of field {number}")
         }
         4 => {
             message.remove(i);
