@@ -1,6 +1,8 @@
 //! The UCI protocol over any backend: a GUI (or a test) writes commands, the engine answers on
-//! its output. The search runs on its own thread so `stop`, `isready` and `quit` are answered
-//! while it thinks.
+//! its output. The search runs on its own thread so the reader never waits for it: `isready` is
+//! answered at once, also while searching; a command that changes what the search works on
+//! (`position`, `ucinewgame`, `setoption`, `go`) stops it first, and the change reaches the
+//! search object when the next `go` takes it back from its thread.
 
 use std::io::{BufRead, Write};
 use std::str::FromStr;
@@ -40,11 +42,10 @@ const STOP_ANSWER_WAIT: Duration = Duration::from_millis(40);
 /// How often a running search writes an `info` line.
 const INFO_INTERVAL: Duration = Duration::from_secs(1);
 
-/// A search on its thread; `endless` when only `stop` ends it (`go infinite`).
+/// A search on its thread.
 struct Running {
     handle: JoinHandle<Search>,
     stop: Arc<AtomicBool>,
-    endless: bool,
     progress: Arc<Progress>,
 }
 
@@ -82,22 +83,43 @@ struct Engine {
     params: SearchParams,
     move_overhead: Duration,
     search: Option<Search>,
+    /// The configuration `search`'s backend was made from; another one means a reload.
+    search_config: Option<EngineConfig>,
+    /// The position `search` holds, as its start and its moves, to reuse the tree when the
+    /// wanted position extends it.
+    search_position: (String, Vec<String>),
     running: Option<Running>,
-    /// The last `position` as its start and its moves, to reuse the tree when it grows.
+    /// The last accepted `position`, as its start and its moves.
     position: (String, Vec<String>),
+    /// Why the last `position` command was refused: no move is searched until the next
+    /// accepted one, since the GUI shows a position the engine does not have.
+    refused: Option<String>,
+    /// `ucinewgame` arrived: the next search starts with a fresh tree and cache.
+    new_game: bool,
+}
+
+impl Engine {
+    fn new(out: Output, config: EngineConfig) -> Self {
+        let startpos = || ("startpos".to_owned(), Vec::new());
+        Self {
+            out,
+            config,
+            params: SearchParams::default(),
+            move_overhead: Duration::from_millis(DEFAULT_MOVE_OVERHEAD_MS),
+            search: None,
+            search_config: None,
+            search_position: startpos(),
+            running: None,
+            position: startpos(),
+            refused: None,
+            new_game: false,
+        }
+    }
 }
 
 /// Runs the protocol until `quit` or the end of `input`.
 pub fn run(input: impl BufRead, out: Output, config: EngineConfig) {
-    let mut engine = Engine {
-        out,
-        config,
-        params: SearchParams::default(),
-        move_overhead: Duration::from_millis(DEFAULT_MOVE_OVERHEAD_MS),
-        search: None,
-        running: None,
-        position: ("startpos".to_owned(), Vec::new()),
-    };
+    let mut engine = Engine::new(out, config);
     for line in input.lines() {
         let Ok(line) = line else { break };
         if !engine.handle(line.trim()) {
@@ -105,6 +127,7 @@ pub fn run(input: impl BufRead, out: Output, config: EngineConfig) {
         }
     }
     engine.stop();
+    engine.join();
 }
 
 fn say(out: &Output, line: &str) {
@@ -122,17 +145,18 @@ impl Engine {
             "" => {}
             "uci" => self.identify(),
             "isready" => {
+                // Loading happens here when idle; a search thread (running, or finishing its
+                // last batch after `stop`) must never delay the answer.
                 if self.running.is_none() {
-                    self.ensure_search();
+                    self.prepare_search();
                 }
                 say(&self.out, "readyok");
             }
             "ucinewgame" => {
-                self.finish_search();
-                if let Some(search) = &mut self.search {
-                    *search = Search::new(search.backend().clone(), self.params);
-                }
+                self.stop();
+                self.new_game = true;
                 self.position = ("startpos".to_owned(), Vec::new());
+                self.refused = None;
             }
             "setoption" => self.set_option(rest),
             "position" => self.set_position(rest),
@@ -198,7 +222,7 @@ impl Engine {
             Some((n, v)) => (n.trim(), v.trim()),
             None => (rest.trim(), ""),
         };
-        self.finish_search();
+        self.stop();
         if let Err(reason) = self.apply_option(&name.to_ascii_lowercase(), value) {
             self.tell(&format!("option {}: {reason}", truncate(name)));
         }
@@ -227,31 +251,46 @@ impl Engine {
             _ => return Err("no such option".to_owned()),
         }
         self.params = params;
-        if let Some(search) = &mut self.search {
-            search.set_params(params);
-        }
         Ok(())
     }
 
     /// Changes the network or backend; it is loaded again at the next `isready` or `go`.
     fn reload(&mut self, change: impl FnOnce(&mut EngineConfig)) {
         change(&mut self.config);
-        self.search = None;
     }
 
-    /// Loads the network and creates the backend if that has not happened yet.
-    fn ensure_search(&mut self) -> bool {
-        if self.search.is_some() {
-            return true;
+    /// Brings the search object up to date with every command since the last search: takes
+    /// it back from its thread, reloads when the configuration changed, starts afresh after
+    /// `ucinewgame`, applies the parameters and the position. False (after saying why) when
+    /// the network cannot be loaded.
+    fn prepare_search(&mut self) -> bool {
+        self.join();
+        if self.search_config.as_ref() != Some(&self.config) {
+            self.search = None;
         }
+        if self.search.is_none() && !self.load_search() {
+            return false;
+        }
+        let Some(search) = &mut self.search else {
+            return false;
+        };
+        if std::mem::take(&mut self.new_game) {
+            *search = Search::new(search.backend().clone(), self.params);
+            self.search_position = ("startpos".to_owned(), Vec::new());
+        }
+        search.set_params(self.params);
+        self.sync_position();
+        true
+    }
+
+    /// Loads the network and creates the backend and a search on the start position.
+    fn load_search(&mut self) -> bool {
         match load_backend(&self.config) {
             Ok(backend) => {
-                let mut search = Search::new(Arc::from(backend), self.params);
-                match position_history(&self.position.0, &self.position.1) {
-                    Ok(history) => search.set_position(history),
-                    Err(e) => self.tell(&e),
-                }
-                self.search = Some(search);
+                self.search = Some(Search::new(Arc::from(backend), self.params));
+                self.search_config = Some(self.config.clone());
+                self.search_position = ("startpos".to_owned(), Vec::new());
+                self.new_game = false;
                 true
             }
             Err(e) => {
@@ -261,42 +300,68 @@ impl Engine {
         }
     }
 
-    /// `position startpos|fen FEN [moves M...]`: keeps the tree when the moves extend the last
-    /// position's.
+    /// Gives the search the last accepted position; keeps the tree when its moves extend the
+    /// position the search holds.
+    fn sync_position(&mut self) {
+        let Some(search) = &mut self.search else {
+            return;
+        };
+        let (start, moves) = &self.position;
+        let (old_start, old_moves) = &self.search_position;
+        if (start, moves) == (old_start, old_moves) {
+            return;
+        }
+        let extends = old_start == start && moves.starts_with(old_moves);
+        match extends.then(|| moves_between(search.history(), &moves[old_moves.len()..])) {
+            Some(Some(played)) => search.advance(&played),
+            _ => match position_history(start, moves) {
+                Ok(history) => search.set_position(history),
+                Err(e) => return self.tell(&e),
+            },
+        }
+        self.search_position = self.position.clone();
+    }
+
+    /// `position startpos|fen FEN [moves M...]`: stops a running search and remembers the
+    /// position for the next `go`; a position that cannot be set up is refused, and so is
+    /// every search until the next accepted one.
     fn set_position(&mut self, rest: &str) {
-        self.finish_search();
+        self.stop();
         let (start, moves) = match rest.split_once("moves") {
             Some((s, m)) => (s.trim(), m.split_whitespace().map(str::to_owned).collect()),
             None => (rest.trim(), Vec::new()),
         };
-        let history = match position_history(start, &moves) {
-            Ok(h) => h,
-            Err(e) => return self.tell(&e),
-        };
-        let (old_start, old_moves) = &self.position;
-        let extends = old_start == start && moves.starts_with(old_moves);
-        if let Some(search) = &mut self.search {
-            match extends.then(|| moves_between(search.history(), &moves[old_moves.len()..])) {
-                Some(Some(played)) => search.advance(&played),
-                _ => search.set_position(history),
-            }
+        if let Err(e) = position_history(start, &moves) {
+            self.tell(&format!("{e}; no search until the next valid position"));
+            self.refused = Some(e);
+            return;
         }
+        self.refused = None;
         self.position = (start.to_owned(), moves);
     }
 
     fn go(&mut self, rest: &str) {
-        self.finish_search();
-        if !self.ensure_search() {
+        self.stop();
+        if let Some(reason) = &self.refused {
+            self.tell(&format!(
+                "not searching: the last position was refused ({reason})"
+            ));
             return say(&self.out, "bestmove 0000");
         }
-        let mut search = self.search.take().expect("ensure_search made one");
+        if !self.prepare_search() {
+            return say(&self.out, "bestmove 0000");
+        }
+        let Some(mut search) = self.search.take() else {
+            return say(&self.out, "bestmove 0000");
+        };
         let turn = search.history().last().turn;
         let limits = match parse_go(rest, turn, self.move_overhead) {
             Ok(limits) => limits,
             Err(e) => {
+                // A GUI waits for the answer to every `go`.
                 self.tell(&e);
                 self.search = Some(search);
-                return;
+                return say(&self.out, "bestmove 0000");
             }
         };
         let endless = limits == Limits::default();
@@ -340,27 +405,23 @@ impl Engine {
         self.running = Some(Running {
             handle,
             stop,
-            endless,
             progress,
         });
     }
 
-    /// Before a command that changes the search (sent early, against the protocol, by scripts
-    /// that do not wait for `bestmove`): lets a limited search finish, stops an endless one.
-    fn finish_search(&mut self) {
-        if self.running.as_ref().is_some_and(|r| r.endless) {
-            self.stop();
-        }
-        self.join();
-    }
-
-    /// Ends a running search; its `bestmove` is written before this returns. Where the
-    /// backend is still busy with a batch, the answer comes from the last finished batch and
-    /// the thread is joined before the next command that needs the search.
+    /// Ends a running search without waiting for its thread: where the backend is still busy
+    /// with a batch, the answer comes from the last finished batch (or, before the first has
+    /// finished, from the search thread itself when its batch ends), and the thread is joined
+    /// when the next `go` needs the search.
     fn stop(&mut self) {
         let Some(running) = &self.running else {
             return;
         };
+        if running.progress.answered.load(Ordering::SeqCst) {
+            // Already answered (stopped before, or finished): nothing to wait for.
+            running.stop.store(true, Ordering::Relaxed);
+            return;
+        }
         running.stop.store(true, Ordering::Relaxed);
         let deadline = Instant::now() + STOP_ANSWER_WAIT;
         while !running.handle.is_finished() && Instant::now() < deadline {
@@ -370,14 +431,14 @@ impl Engine {
             return self.join();
         }
         let latest = running.progress.latest();
-        match latest.as_ref().and_then(|info| info.pv.first()) {
-            Some(best) => running.progress.answer(
+        // Before the first batch has finished there is no move to name: the stopped thread
+        // names its own when its batch ends.
+        if let Some(best) = latest.as_ref().and_then(|info| info.pv.first()) {
+            running.progress.answer(
                 &self.out,
                 latest.as_ref(),
                 &uci(best, self.params.chess960),
-            ),
-            // No batch has finished yet: there is no move to name but the search's own.
-            None => self.join(),
+            );
         }
     }
 
@@ -623,28 +684,131 @@ mod tests {
         }
     }
 
-    #[test]
-    fn stop_is_answered_while_the_backend_is_busy() {
-        let config = EngineConfig {
+    fn cpu_config() -> EngineConfig {
+        EngineConfig {
             weights: None,
             backend: "cpu".to_owned(),
             backend_options: String::new(),
-        };
+        }
+    }
+
+    type Lines = Arc<Mutex<TimedLines>>;
+
+    /// An engine whose search is loaded with the [`Slow`] backend, and the lines it writes.
+    fn slow_engine() -> (Engine, Lines) {
+        let config = cpu_config();
         let backend = Arc::new(Slow(load_backend(&config).unwrap()));
         let lines = Arc::new(Mutex::new(TimedLines::default()));
-        let out: Output = lines.clone();
-        let mut engine = Engine {
-            out,
-            config,
-            params: SearchParams::default(),
-            move_overhead: Duration::ZERO,
-            search: Some(Search::new(backend, SearchParams::default())),
-            running: None,
-            position: ("startpos".to_owned(), Vec::new()),
-        };
+        let mut engine = Engine::new(lines.clone(), config.clone());
+        engine.move_overhead = Duration::ZERO;
+        engine.search = Some(Search::new(backend, SearchParams::default()));
+        engine.search_config = Some(config);
+        (engine, lines)
+    }
+
+    fn written(lines: &Lines) -> Vec<String> {
+        let seen = lines.lock().unwrap();
+        seen.1.iter().map(|(_, l)| l.clone()).collect()
+    }
+
+    /// The move of the first `bestmove` line after `skip` of them.
+    fn nth_best_move(lines: &Lines, skip: usize) -> Option<String> {
+        written(lines)
+            .iter()
+            .filter_map(|l| l.strip_prefix("bestmove "))
+            .nth(skip)
+            .map(str::to_owned)
+    }
+
+    /// Waits until the running search has reported a principal variation (on a busy machine
+    /// the Slow backend's batches take longer than their 300 ms).
+    fn wait_for_a_best_move(engine: &Engine) {
+        let running = engine.running.as_ref().expect("a search runs");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while running.progress.latest().is_none_or(|i| i.pv.is_empty()) {
+            assert!(Instant::now() < deadline, "no best move reported");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn isready_is_answered_at_once_after_any_command_during_a_search() {
+        for command in [
+            "ucinewgame",
+            "setoption name CPuct value 2.5",
+            "setoption name BackendOptions value threads=1",
+            "position startpos moves e2e4",
+            "stop",
+            "isready",
+        ] {
+            let (mut engine, lines) = slow_engine();
+            engine.handle("go movetime 5000");
+            wait_for_a_best_move(&engine);
+            let asked = Instant::now();
+            engine.handle(command);
+            engine.handle("isready");
+            let waited = asked.elapsed();
+            assert!(
+                waited < Duration::from_millis(100),
+                "{command}: readyok after {waited:?}"
+            );
+            assert_eq!(written(&lines).last().unwrap(), "readyok", "{command}");
+            engine.stop();
+            engine.join();
+            let answers = written(&lines)
+                .iter()
+                .filter(|l| l.starts_with("bestmove"))
+                .count();
+            assert_eq!(answers, 1, "{command}: {:?}", written(&lines));
+        }
+    }
+
+    #[test]
+    fn a_position_sent_during_a_search_is_the_next_searchs() {
+        let (mut engine, lines) = slow_engine();
         engine.handle("go infinite");
-        // Two batches done, the third under way when `stop` arrives.
-        std::thread::sleep(Duration::from_millis(750));
+        std::thread::sleep(Duration::from_millis(400));
+        engine.handle("position startpos moves e2e4 e7e5 g1f3");
+        engine.handle("go nodes 1");
+        engine.join();
+        let reply = nth_best_move(&lines, 1).expect("the second search answers");
+        // Legal after 1. e4 e5 2. Nf3 (black to move), checked by the rules library.
+        PositionHistory::from_spec(&format!("startpos moves e2e4 e7e5 g1f3 {reply}")).unwrap();
+    }
+
+    #[test]
+    fn a_refused_position_is_never_searched() {
+        let lines = Arc::new(Mutex::new(TimedLines::default()));
+        let mut engine = Engine::new(lines.clone(), cpu_config());
+        engine.handle("position startpos moves e2e4 e7e5");
+        engine.handle("position startpos moves e2e4 e7e5 E2E4");
+        engine.handle("go nodes 5");
+        engine.join();
+        let said = written(&lines);
+        assert_eq!(
+            nth_best_move(&lines, 0).as_deref(),
+            Some("0000"),
+            "{said:?}"
+        );
+        assert!(
+            said.iter()
+                .any(|l| l.starts_with("info string not searching") && l.contains("E2E4")),
+            "{said:?}"
+        );
+        // The next valid position is searched again.
+        engine.handle("position startpos moves e2e4 e7e5");
+        engine.handle("go nodes 5");
+        engine.join();
+        let reply = nth_best_move(&lines, 1).expect("answered");
+        PositionHistory::from_spec(&format!("startpos moves e2e4 e7e5 {reply}")).unwrap();
+    }
+
+    #[test]
+    fn stop_is_answered_while_the_backend_is_busy() {
+        let (mut engine, lines) = slow_engine();
+        engine.handle("go infinite");
+        // A batch with a best move done, the next one under way when `stop` arrives.
+        wait_for_a_best_move(&engine);
         let asked = Instant::now();
         engine.handle("stop");
         engine.handle("quit");

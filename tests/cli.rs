@@ -439,6 +439,53 @@ fn backendbench_rejects_bad_flags() {
     }
 }
 
+/// Every bad backend option string is a clear error naming the problem, the same in each
+/// command that takes `-o`.
+#[test]
+fn bad_backend_option_strings_are_clear_errors_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("threads=-1", "option threads=\"-1\": invalid digit"),
+        ("threads=abc", "option threads=\"abc\": invalid digit"),
+        ("threads=0", "option threads=\"0\": must be at least 1"),
+        ("max_batch=0", "option max_batch=\"0\": must be at least 1"),
+        (
+            "threads=99999999999999999999",
+            "number too large to fit in target type",
+        ),
+        ("=5", "\"=5\" has no key before `=`"),
+        ("threads", "\"threads\" is not key=value"),
+        ("threads=1,threads=2", "\"threads\" is given twice"),
+        ("a(b)=1", "nested option groups are not supported"),
+        ("warp=9", "unknown option \"warp\""),
+        ("policy_head=nope", "no policy head named \"nope\""),
+        ("value_head=zz", "no value head named \"zz\""),
+        ("mlh=maybe", "option mlh=\"maybe\""),
+        ("profile=2", "option profile=\"2\""),
+    ];
+    let commands: [&[&str]; 3] = [
+        &["eval", "--position", "startpos"],
+        &["selftest", "--positions", "4", "--batch", "2"],
+        &["backendbench", "--batches", "3", "--max-batch-size", "2"],
+    ];
+    for command in commands {
+        for (options, expected) in cases {
+            let args: Vec<&str> = command
+                .iter()
+                .copied()
+                .chain(["-b", "cpu", "-o", options])
+                .collect();
+            let out = lc0rs(&args, dir.path());
+            let err = stderr_of(&out);
+            assert!(
+                !out.status.success() && err.contains(expected),
+                "{args:?}: {err}"
+            );
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+        }
+    }
+}
+
 /// selftest's oracle evaluates the heads the backend under test was asked for.
 #[test]
 fn selftest_oracle_uses_the_same_heads() {

@@ -476,3 +476,20 @@ fn other_activations_and_scalar_value_match() {
         compare_network(net, &format!("variant {i}"), "", "vanilla", "winner");
     }
 }
+
+/// Weights far outside any trained range overflow inside the layer that holds them: the pass
+/// is an error naming that layer, never NaN or infinite outputs.
+#[test]
+fn an_overflowing_layer_is_named_instead_of_returning_nan() {
+    let (mut net, _) = NetSource::parse(None)
+        .unwrap()
+        .load(&LoadOptions::default(), &mut |_, _| {})
+        .unwrap();
+    // 1e30 times activations of order 1 exceeds f32's range (3.4e38) once squared or summed.
+    net.encoders[1].ffn.dense1.weights.fill(1e30);
+    let backend = create_backend("cpu", net, "threads=1").unwrap();
+    let batch = random_positions(3, 7, backend.input_format());
+    let message = backend.evaluate(&batch).unwrap_err().to_string();
+    assert!(message.contains("encoder[1]"), "{message}");
+    assert!(message.contains("non-finite"), "{message}");
+}

@@ -533,3 +533,9 @@ fn first_passes_right_after_creation_match_cpu() {
     check_first_passes_right_after_creation("cuda-fp16", &bundled("bundled:tiny"), 3);
     check_first_passes_right_after_creation("cuda-fp16", &generate(&preset("t82").unwrap(), 5), 2);
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn cuda_overflow_is_an_error_not_nan() {
+    common::gpu::check_overflow_is_reported("cuda-fp16");
+}

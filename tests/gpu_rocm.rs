@@ -56,3 +56,9 @@ fn rocm_concurrent_calls_run_on_lanes_and_match_cpu() {
 fn rocm_first_passes_right_after_creation_match_cpu() {
     check_first_passes_right_after_creation("rocm-fp16", &bundled("bundled:tiny"), 3);
 }
+
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (run with --ignored on one)"]
+fn rocm_overflow_is_an_error_not_nan() {
+    common::gpu::check_overflow_is_reported("rocm-fp16");
+}

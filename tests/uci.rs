@@ -190,6 +190,68 @@ fn stop_ends_an_infinite_search_at_once() {
     engine.quit();
 }
 
+/// `isready` during a long search is answered at once, whatever came before it; the search
+/// ends (with one `bestmove`) when a command changes what it works on. The bound is loose for
+/// a busy machine: a reader that waits for the search would take the full 5 s.
+#[test]
+fn isready_is_answered_during_a_search_after_any_command() {
+    let mut engine = Engine::start();
+    engine.send("isready");
+    engine.until("readyok", 30 * SECOND);
+    for command in [
+        "ucinewgame",
+        "setoption name CPuct value 2.0",
+        "position startpos moves d2d4",
+        "stop",
+        "isready",
+    ] {
+        engine.send("position startpos moves e2e4");
+        engine.send("go movetime 5000");
+        std::thread::sleep(Duration::from_millis(300));
+        let asked = Instant::now();
+        engine.send(command);
+        engine.send("isready");
+        let lines = engine.until("readyok", 5 * SECOND);
+        let waited = asked.elapsed();
+        assert!(
+            waited < Duration::from_millis(1000),
+            "{command}: readyok after {waited:?}: {lines:?}"
+        );
+        if command == "isready" {
+            engine.send("stop");
+        }
+        let answered = lines.iter().any(|l| l.starts_with("bestmove"));
+        if !answered {
+            engine.until("bestmove", 5 * SECOND);
+        }
+    }
+    engine.send("position startpos moves e2e4");
+    let (best, _) = engine.best_move("go nodes 20");
+    PositionHistory::from_spec(&format!("startpos moves e2e4 {best}")).unwrap();
+    engine.quit();
+}
+
+/// A `position` that cannot be set up leaves no old position to search: `go` answers
+/// `bestmove 0000` with the reason, until a valid position arrives.
+#[test]
+fn a_refused_position_is_not_replaced_by_the_previous_one() {
+    let mut engine = Engine::start();
+    engine.send("position startpos moves e2e4 e7e5");
+    engine.send("position startpos moves e2e4 e7e5 E2E4");
+    let (best, lines) = engine.best_move("go nodes 20");
+    assert_eq!(best, "0000", "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("info string") && l.contains("E2E4")),
+        "{lines:?}"
+    );
+    engine.send("position startpos moves e2e4 e7e5 g1f3");
+    let (best, _) = engine.best_move("go nodes 20");
+    PositionHistory::from_spec(&format!("startpos moves e2e4 e7e5 g1f3 {best}")).unwrap();
+    engine.quit();
+}
+
 #[test]
 fn a_self_play_game_runs_to_its_end() {
     let mut engine = Engine::start();
@@ -248,6 +310,10 @@ fn malformed_input_never_crashes_the_engine() {
         "é",
     ];
     let mut lines = 0;
+    // Every `go` gets one `bestmove` and every `isready` one `readyok`, in the order of the
+    // commands (a stopped search may answer after later commands were read).
+    let first_word_is = |line: &str, word: &str| line.split_whitespace().next() == Some(word);
+    let (mut gos, mut readies) = (0, 0);
     while lines < 1000 {
         let count = next() % 7;
         let line: Vec<&str> = (0..count)
@@ -259,15 +325,27 @@ fn malformed_input_never_crashes_the_engine() {
             continue;
         }
         engine.send(&line);
+        gos += usize::from(first_word_is(&line, "go"));
+        readies += usize::from(first_word_is(&line, "isready"));
         if line.starts_with("go") {
             engine.send("stop");
         }
         lines += 1;
     }
     engine.send("isready");
-    engine.until("readyok", 60 * SECOND);
+    let mut seen = Vec::new();
+    for _ in 0..=readies {
+        seen.extend(engine.until("readyok", 60 * SECOND));
+    }
+    let answered = seen.iter().filter(|l| l.starts_with("bestmove")).count();
     engine.send("position startpos");
-    let (best, _) = engine.best_move("go nodes 10");
-    PositionHistory::from_spec(&format!("startpos moves {best}")).unwrap();
+    engine.send("go nodes 10");
+    let mut last = Vec::new();
+    for _ in answered..=gos {
+        last = engine.until("bestmove", 60 * SECOND);
+    }
+    let best = last.last().unwrap().split_whitespace().nth(1).unwrap();
+    PositionHistory::from_spec(&format!("startpos moves {best}"))
+        .unwrap_or_else(|e| panic!("{e}: {last:?}"));
     engine.quit();
 }

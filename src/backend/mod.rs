@@ -3,6 +3,7 @@
 //! name with lc0-style options (`-b cpu -o threads=2,max_batch=256`).
 
 pub mod cpu;
+pub mod finite;
 pub mod gpu;
 mod options;
 mod registry;
@@ -55,6 +56,11 @@ pub enum BackendError {
     Gpu {
         backend: String,
         error: crate::gpu::GpuError,
+    },
+    #[error("backend {backend}: {error}")]
+    NonFinite {
+        backend: String,
+        error: finite::NonFinite,
     },
     #[error(transparent)]
     Weights(#[from] WeightsError),

@@ -26,7 +26,10 @@ impl BackendOptions {
                 .split_once('=')
                 .ok_or_else(|| syntax(format!("{item:?} is not key=value")))?;
             let key = key.trim();
-            if key.is_empty() || key.contains(['(', ')']) || value.contains(['(', ')']) {
+            if key.is_empty() {
+                return Err(syntax(format!("{item:?} has no key before `=`")));
+            }
+            if key.contains(['(', ')']) || value.contains(['(', ')']) {
                 return Err(syntax(format!(
                     "{item:?}: nested option groups are not supported"
                 )));

@@ -94,27 +94,58 @@ fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> 
     Ok(filled)
 }
 
-/// The uncompressed size a single-member gzip file declares in its trailer (mod 2³²), used
-/// only to size the output buffer once; the reader is left at offset 2.
+/// The most a weights file is expected to shrink under gzip: lc0's LINEAR16 and float layers
+/// compress by 1.1-2×; a declared size beyond this many times the compressed size is not
+/// believed.
+const PLAUSIBLE_GZIP_RATIO: u64 = 8;
+
+/// The largest output buffer allocated up front from a size hint (BT4 in FLOAT32 fits);
+/// bigger outputs grow as they are decompressed.
+const MAX_PREALLOCATED_BYTES: u64 = 1 << 30;
+
+/// The output buffer size to allocate up front for a gzip file of `compressed_len` bytes
+/// whose trailer declares `declared` uncompressed bytes (ISIZE, the size mod 2³²). A corrupt,
+/// truncated or padded file declares anything, so the declaration is only believed where it
+/// is plausible for the compressed size; otherwise the compressed size itself is the guess. A
+/// wrong guess costs a regrowth of the buffer, never more than a small multiple of the real
+/// decompressed size.
+pub fn gzip_buffer_hint(compressed_len: u64, declared: Option<u32>) -> usize {
+    let plausible = compressed_len.saturating_mul(PLAUSIBLE_GZIP_RATIO);
+    let hint = match declared.map(u64::from) {
+        Some(size) if size <= plausible => size,
+        _ => compressed_len,
+    };
+    usize::try_from(hint.min(MAX_PREALLOCATED_BYTES)).unwrap_or(0)
+}
+
+/// The output buffer hint for a gzip file (see [`gzip_buffer_hint`]); the reader is left at
+/// offset 2.
 fn gzip_size_hint(file: &mut std::fs::File) -> std::io::Result<usize> {
     use std::io::{Seek, SeekFrom};
     let len = file.seek(SeekFrom::End(0))?;
-    let mut trailer = [0u8; 4];
-    let hint = if len >= 18 {
+    // A gzip member is at least 18 bytes (10 header, 8 trailer).
+    let declared = if len >= 18 {
+        let mut trailer = [0u8; 4];
         file.seek(SeekFrom::End(-4))?;
         file.read_exact(&mut trailer)?;
-        u32::from_le_bytes(trailer) as usize
+        Some(u32::from_le_bytes(trailer))
     } else {
-        0
+        None
     };
     file.seek(SeekFrom::Start(2))?;
-    Ok(hint.min(MAX_DECOMPRESSED_BYTES as usize))
+    Ok(gzip_buffer_hint(len, declared))
 }
 
 /// Decodes the bytes of a weights file (gzip or plain); `file` names it in errors.
 pub fn decode_net(bytes: Bytes, file: &str) -> Result<Net, WeightsError> {
     let payload = if bytes.starts_with(&[0x1f, 0x8b]) {
-        Bytes::from(gunzip(&bytes[..], bytes.len().saturating_mul(9) / 8, file)?)
+        let declared = bytes
+            .len()
+            .checked_sub(4)
+            .filter(|_| bytes.len() >= 18)
+            .map(|at| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]));
+        let hint = gzip_buffer_hint(bytes.len() as u64, declared);
+        Bytes::from(gunzip(&bytes[..], hint, file)?)
     } else {
         bytes
     };
@@ -124,6 +155,7 @@ pub fn decode_net(bytes: Bytes, file: &str) -> Result<Net, WeightsError> {
 /// Decodes the decompressed protobuf and checks lc0's header fields.
 fn decode_payload(payload: Bytes, file: &str) -> Result<Net, WeightsError> {
     check_payload_kind(&payload, file)?;
+    super::repeats::check_repeated(&payload, file)?;
     let net = Net::decode(payload).map_err(|error| WeightsError::Protobuf {
         file: file.to_owned(),
         error,
@@ -132,21 +164,44 @@ fn decode_payload(payload: Bytes, file: &str) -> Result<Net, WeightsError> {
     Ok(net)
 }
 
+/// Decompresses a whole gzip stream into a buffer first sized by `size_hint`. Memory that
+/// cannot be had is an error naming the size (the buffer grows with `try_reserve`, never by
+/// aborting the process), and output beyond [`MAX_DECOMPRESSED_BYTES`] is refused.
 fn gunzip(compressed: impl Read, size_hint: usize, file: &str) -> Result<Vec<u8>, WeightsError> {
+    let out_of_memory = |bytes: usize| WeightsError::OutOfMemory {
+        file: file.to_owned(),
+        bytes,
+    };
+    let mut out = Vec::new();
     // One byte more than the hint, so that reading the end does not double the buffer.
-    let mut out = Vec::with_capacity(size_hint.min(MAX_DECOMPRESSED_BYTES as usize) + 1);
-    MultiGzDecoder::new(compressed)
+    let initial = size_hint.saturating_add(1);
+    out.try_reserve_exact(initial)
+        .map_err(|_| out_of_memory(initial))?;
+    // `read_to_end` grows the buffer with `try_reserve` and reports failure as OutOfMemory.
+    let read = MultiGzDecoder::new(compressed)
         .take(MAX_DECOMPRESSED_BYTES + 1)
-        .read_to_end(&mut out)
-        .map_err(|error| WeightsError::Gzip {
-            file: file.to_owned(),
-            error,
-        })?;
+        .read_to_end(&mut out);
+    match read {
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::OutOfMemory => {
+            return Err(out_of_memory(out.len().saturating_mul(2)));
+        }
+        Err(error) => {
+            return Err(WeightsError::Gzip {
+                file: file.to_owned(),
+                error,
+            });
+        }
+    }
     if out.len() as u64 > MAX_DECOMPRESSED_BYTES {
         return Err(WeightsError::TooLarge {
             file: file.to_owned(),
             limit: MAX_DECOMPRESSED_BYTES,
         });
+    }
+    // A hint larger than the data (a wrong trailer) must not stay allocated while decoding.
+    if out.capacity() - out.len() > out.len() / 4 {
+        out.shrink_to_fit();
     }
     Ok(out)
 }
@@ -225,5 +280,35 @@ pub fn version_for_writing(per_layer_encodings: bool) -> Version {
             minor: 30,
             patch: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn a_plausible_declared_size_sizes_the_buffer() {
+        assert_eq!(gzip_buffer_hint(MIB, Some(3 << 20)), 3 << 20);
+        assert_eq!(gzip_buffer_hint(MIB, Some(8 << 20)), 8 << 20);
+        assert_eq!(gzip_buffer_hint(100, Some(0)), 0);
+    }
+
+    #[test]
+    fn an_implausible_declared_size_falls_back_to_the_compressed_size() {
+        // A truncated 1 MiB file whose last four bytes read as 4 GiB - 1.
+        assert_eq!(gzip_buffer_hint(MIB, Some(u32::MAX)), 1 << 20);
+        assert_eq!(gzip_buffer_hint(MIB, Some((8 << 20) + 1)), 1 << 20);
+        // Only the gzip magic: no trailer at all.
+        assert_eq!(gzip_buffer_hint(2, None), 2);
+    }
+
+    #[test]
+    fn no_hint_exceeds_the_preallocation_cap() {
+        let cap = MAX_PREALLOCATED_BYTES as usize;
+        assert_eq!(gzip_buffer_hint(3 << 30, Some(u32::MAX)), cap);
+        assert_eq!(gzip_buffer_hint(u64::MAX, None), cap);
     }
 }

@@ -15,6 +15,8 @@ pub enum WeightsError {
     Gzip { file: String, error: std::io::Error },
     #[error("{file}: decompressed data exceeds the {limit}-byte limit for a weights file")]
     TooLarge { file: String, limit: u64 },
+    #[error("{file}: cannot allocate {bytes} bytes to decompress the file")]
+    OutOfMemory { file: String, bytes: usize },
     #[error("{file}: {what}")]
     NotWeights { file: String, what: String },
     #[error("{file}: not an lc0 network: protobuf decoding failed: {error}")]

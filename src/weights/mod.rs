@@ -10,6 +10,7 @@ pub mod export;
 mod fixups;
 pub mod format;
 pub mod network;
+mod repeats;
 pub mod summary;
 
 pub mod proto {

@@ -149,3 +149,17 @@ pub fn check_concurrent_against_cpu(backend: &str, network: &Network, options: &
     });
     gpu.memory_report().unwrap_or_default()
 }
+
+/// A network whose weights overflow fp16 inside `encoder[1]` (1e4 × 64 inputs > 65504): the
+/// GPU backend must report a non-finite output instead of returning NaN or infinity.
+pub fn check_overflow_is_reported(backend: &str) {
+    let mut network = bundled("bundled:tiny");
+    network.encoders[1].ffn.dense1.weights.fill(1e4);
+    let gpu = create_backend(backend, network, "").unwrap();
+    let histories = random_histories(3, 5);
+    let encoded = encode_all(&histories, gpu.as_ref());
+    match evaluate_in_batches(gpu.as_ref(), &encoded, 3) {
+        Ok(out) => panic!("{backend} returned outputs: Q {:?}", out.q),
+        Err(e) => assert!(e.to_string().contains("non-finite"), "{backend}: {e}"),
+    }
+}

@@ -9,6 +9,7 @@ use super::math::{
     View, activate, activate_all, dense, layer_norm, matmul_views, residual_layer_norm, softmax,
 };
 use crate::backend::BatchOutput;
+use crate::backend::finite::{NonFinite, check_layer, check_outputs};
 use crate::chess::policy_index::{
     ATTENTION_POLICY_SIZE, POLICY_SIZE, attention_policy_map, positional_encoding,
 };
@@ -92,19 +93,24 @@ fn pass_cost(values: usize, times: u64) -> (u64, u64) {
     (0, 4 * values as u64 * times)
 }
 
-/// Evaluates `inputs`; `with_moves_left` false reports M = 0.
+/// Evaluates `inputs`; `with_moves_left` false reports M = 0. The residual stream is checked
+/// for NaN and infinity after the embedding and after every encoder layer (one read of it,
+/// small beside the layer's own work), so the error names the layer where it first appears.
 pub fn forward(
     net: &Network,
     inputs: &[InputPlanes],
     with_moves_left: bool,
     ops: &mut OpRecorder,
-) -> BatchOutput {
+) -> Result<BatchOutput, NonFinite> {
     let n = inputs.len();
     let _pass = tracing::trace_span!("forward", backend = "cpu", batch = n).entered();
+    let per_position = SQUARES * net.dims.embedding;
     let embedding_cost = (0, 4 * (n * INPUT_PLANES * SQUARES) as u64);
     let mut x = ops.run("embedding", None, embedding_cost, || embed(net, inputs));
+    check_layer(&x, per_position, "embedding")?;
     for (i, layer) in net.encoders.iter().enumerate() {
         x = encoder_layer(net, layer, x, n, (i, &mut *ops));
+        check_layer(&x, per_position, &format!("encoder[{i}]"))?;
     }
     // The heads read the residual stream once each.
     let head_cost = (0, 4 * (n * SQUARES * net.dims.embedding) as u64);
@@ -117,7 +123,9 @@ pub fn forward(
         (q, d, m)
     });
     let policy = ops.run("policy head", None, head_cost, || policy_head(net, &x, n));
-    BatchOutput { q, d, m, policy }
+    let out = BatchOutput { q, d, m, policy };
+    check_outputs(&out)?;
+    Ok(out)
 }
 
 /// The residual stream after the embedding and after each encoder layer.

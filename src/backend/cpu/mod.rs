@@ -108,7 +108,10 @@ impl Backend for CpuBackend {
         if let (Some(passes), Some(pass)) = (&self.profile, ops.finish()) {
             passes.lock().unwrap_or_else(|e| e.into_inner()).push(pass);
         }
-        Ok(out)
+        out.map_err(|error| BackendError::NonFinite {
+            backend: NAME.to_owned(),
+            error,
+        })
     }
 
     fn profile_report(&self) -> Option<ProfileReport> {

@@ -8,6 +8,7 @@ mod weights;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::finite::{check_outputs, first_non_finite};
 use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput, ProfileReport};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
@@ -305,11 +306,12 @@ impl GpuBackend {
         }
     }
 
-    fn run(&self, batch: &[InputPlanes]) -> GpuResult<BatchOutput> {
+    /// The outputs of a pass, and whether they are all finite (see [`Self::outputs`]).
+    fn run(&self, batch: &[InputPlanes]) -> GpuResult<(BatchOutput, bool)> {
         self.with_lane(|lane| self.run_on(lane, batch))
     }
 
-    fn run_on(&self, lane: &mut Lane, batch: &[InputPlanes]) -> GpuResult<BatchOutput> {
+    fn run_on(&self, lane: &mut Lane, batch: &[InputPlanes]) -> GpuResult<(BatchOutput, bool)> {
         let n = batch.len();
         tracing::trace_span!("upload inputs", batch = n)
             .in_scope(|| upload_inputs(lane.device.as_ref(), &lane.buffers, batch))?;
@@ -514,7 +516,10 @@ impl GpuBackend {
         Ok(out)
     }
 
-    fn outputs(&self, lane: &Lane, n: usize) -> GpuResult<BatchOutput> {
+    /// Downloads the outputs of the pass of `n` positions; the flag says whether all are
+    /// finite. Each piece of the policy is checked as it lands, while it is still in cache and
+    /// the next piece is being copied, so the check adds no pass over memory.
+    fn outputs(&self, lane: &Lane, n: usize) -> GpuResult<(BatchOutput, bool)> {
         // The wait has its own span, so that `copy outputs` times only the host-side copies.
         tracing::trace_span!("wait for the pass", batch = n)
             .in_scope(|| lane.device.synchronize())?;
@@ -523,22 +528,29 @@ impl GpuBackend {
         // vector first: at batch 1024 that is 7.6 MB written twice). The device writes
         // little-endian f32, as the host.
         let mut policy = Vec::with_capacity(n * POLICY_SIZE);
+        let mut finite = true;
         lane.device.download_with(
             lane.buffers.policy_out.ptr(),
             n * POLICY_SIZE * size_of::<f32>(),
-            &mut |landed| extend_f32(&mut policy, landed),
+            &mut |landed| {
+                let from = policy.len();
+                extend_f32(&mut policy, landed);
+                finite &= first_non_finite(&policy[from..]).is_none();
+            },
         )?;
         let mut finished = vec![0f32; n * 3];
         lane.device.download(
             lane.buffers.finished.ptr(),
             bytemuck::cast_slice_mut(&mut finished),
         )?;
-        Ok(BatchOutput {
+        finite &= first_non_finite(&finished).is_none();
+        let out = BatchOutput {
             q: finished.iter().step_by(3).copied().collect(),
             d: finished.iter().skip(1).step_by(3).copied().collect(),
             m: finished.iter().skip(2).step_by(3).copied().collect(),
             policy,
-        })
+        };
+        Ok((out, finite))
     }
 }
 
@@ -620,10 +632,18 @@ impl Backend for GpuBackend {
         if batch.is_empty() {
             return Ok(BatchOutput::default());
         }
-        self.run(batch).map_err(|error| BackendError::Gpu {
+        let (out, finite) = self.run(batch).map_err(|error| BackendError::Gpu {
             backend: self.name.clone(),
             error,
-        })
+        })?;
+        if !finite {
+            // Only now is it worth finding which output and position.
+            check_outputs(&out).map_err(|error| BackendError::NonFinite {
+                backend: self.name.clone(),
+                error,
+            })?;
+        }
+        Ok(out)
     }
 }
 
