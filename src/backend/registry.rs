@@ -5,7 +5,7 @@ use super::{Backend, BackendError, BackendOptions};
 use crate::weights::Network;
 
 /// The backends this build can create.
-pub const BACKEND_NAMES: [&str; 4] = ["cpu", "cuda-fp16", "rocm-fp16", "rocm"];
+pub const BACKEND_NAMES: [&str; 5] = ["cpu", "cuda-fp16", "rocm-fp16", "rocm", "hip-emu"];
 
 /// The best backend this machine can run: `cuda-fp16` with a usable NVIDIA GPU, else
 /// `rocm-fp16` with an AMD GPU the HIP runtime reports, else `cpu`.
@@ -30,6 +30,7 @@ pub fn create_backend(
         "cpu" => Box::new(CpuBackend::new(network, &options)?),
         "cuda-fp16" => Box::new(super::gpu::create_cuda(name, network, &options)?),
         "rocm-fp16" | "rocm" => Box::new(super::gpu::create_rocm(name, network, &options)?),
+        "hip-emu" => Box::new(super::gpu::create_hip_emu(name, network, &options)?),
         _ => {
             return Err(BackendError::UnknownBackend {
                 name: name.to_owned(),

@@ -6,6 +6,7 @@
 //! implementation follows the same trait.
 
 pub mod cuda;
+pub mod emu;
 pub mod gemm;
 pub mod hip;
 pub mod kernels;

@@ -3,7 +3,7 @@
 //! ([`device::HipDevice`]: HIP runtime, rocBLAS, hipBLASLt).
 
 pub mod device;
-mod lt;
+pub(crate) mod lt;
 
 use hip_sys::result::{
     arch_name, device_attribute, device_count as device_count_of, device_name, runtime_version,
