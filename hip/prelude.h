@@ -65,9 +65,15 @@ typedef short i16;
 
 // 16 bytes between 16-byte aligned addresses. A copy, not a `uint4` access to `__half` data:
 // that type pun is undefined behaviour (strict aliasing), and g++ -O2 miscompiles it; every
-// compiler turns this into one 16-byte access.
+// compiler turns this into one 16-byte access. (NVRTC has `memcpy` in device code but no
+// `__builtin_memcpy`; hipRTC has no C library headers.)
+#if defined(GPU_CUDA)
+  #define LC0RS_MEMCPY memcpy
+#else
+  #define LC0RS_MEMCPY __builtin_memcpy
+#endif
 static __device__ __forceinline__ void copy16(void* dst, const void* src) {
-  __builtin_memcpy(__builtin_assume_aligned(dst, 16), __builtin_assume_aligned(src, 16), 16);
+  LC0RS_MEMCPY(__builtin_assume_aligned(dst, 16), __builtin_assume_aligned(src, 16), 16);
 }
 
 // Unmangled names for cuModuleGetFunction / hipModuleGetFunction.
