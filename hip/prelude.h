@@ -21,6 +21,29 @@
   // `alignas` does not fit: `__shared__` is `thread_local` there.
   #define __align__(n) __attribute__((aligned(n)))
   static inline float rsqrtf(float x) { return 1.f / std::sqrt(x); }
+  // Every thread of a block must reach each `__syncthreads()` (a lane that returned before a
+  // barrier is undefined behaviour on AMD GPUs, and HIP-CPU's barrier would just skip it): each
+  // barrier counts its arrivals and records the first one some thread of the block missed, which
+  // the launch then reports. A block runs on one OS thread (its threads are fibers), so the
+  // counts are per OS thread, reset when a new block starts there.
+  #include <atomic>
+  #include <vector>
+  inline std::atomic<int> lc0rs_missed_barrier_line{0};
+  static inline void lc0rs_counted_syncthreads(int line) {
+    struct Counts { long block = -1; std::vector<unsigned> reached, arrivals; };
+    thread_local Counts counts;
+    const long block = blockIdx.x + (long)gridDim.x * (blockIdx.y + (long)gridDim.y * blockIdx.z);
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    if (counts.block != block) counts = Counts{block, std::vector<unsigned>(threads, 0), {}};
+    const unsigned me = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const unsigned k = counts.reached[me]++;
+    if (counts.arrivals.size() <= k) counts.arrivals.resize(k + 1, 0);
+    ++counts.arrivals[k];
+    __syncthreads();
+    int none = 0;
+    if (counts.arrivals[k] != threads) lc0rs_missed_barrier_line.compare_exchange_strong(none, line);
+  }
+  #define __syncthreads() lc0rs_counted_syncthreads(__LINE__)
   // HIP-CPU sizes dynamic shared memory by the launch; `extern __shared__` links to nothing.
   #define DYNAMIC_SHARED(type, name) HIP_DYNAMIC_SHARED(type, name)
   #if defined(LC0RS_BROKEN_SHUFFLE)

@@ -85,7 +85,13 @@ impl LtMatmul {
     /// The product the layouts describe, or hipBLASLt's refusal when they do not fit together.
     fn as_gemm(&self) -> GpuResult<ColumnMajorGemm> {
         let [a, b, d] = self.layouts;
-        let op = |l: MatrixLayout, t: bool| if t { (l.cols, l.rows) } else { (l.rows, l.cols) };
+        let op = |l: MatrixLayout, t: bool| {
+            if t {
+                (l.cols, l.rows)
+            } else {
+                (l.rows, l.cols)
+            }
+        };
         let ((m, k), (kb, n)) = (op(a, self.transpose_a), op(b, self.transpose_b));
         if k != kb || d.rows != m || d.cols != n {
             return Err(GpuError::Call {
@@ -199,8 +205,18 @@ fn run(g: &ColumnMajorGemm, epilogue: &EpilogueOnCpu) {
         .unwrap_or_default();
     for batch in 0..g.batch {
         // op(A) as m×k row-major and op(B) as k×n column-major in f32: both read along k.
-        let a = gather(g.a + (batch * g.stride_a * 2) as u64, g.lda, g.transpose_a, (g.m, g.k));
-        let b = gather_columns(g.b + (batch * g.stride_b * 2) as u64, g.ldb, g.transpose_b, (g.k, g.n));
+        let a = gather(
+            g.a + (batch * g.stride_a * 2) as u64,
+            g.lda,
+            g.transpose_a,
+            (g.m, g.k),
+        );
+        let b = gather_columns(
+            g.b + (batch * g.stride_b * 2) as u64,
+            g.ldb,
+            g.transpose_b,
+            (g.k, g.n),
+        );
         let mut product = vec![0f32; g.m * g.n];
         // SAFETY: the slices hold m·k, k·n and m·n values, addressed by the strides given.
         unsafe {
@@ -233,9 +249,8 @@ fn run(g: &ColumnMajorGemm, epilogue: &EpilogueOnCpu) {
                 f16::from_f32(activate(v, epilogue.activation))
             });
             // SAFETY: checked against the live buffers (check_operands).
-            let out = unsafe {
-                std::slice::from_raw_parts_mut((c as *mut f16).add(j * g.ldc), g.m)
-            };
+            let out =
+                unsafe { std::slice::from_raw_parts_mut((c as *mut f16).add(j * g.ldc), g.m) };
             for (o, v) in out.iter_mut().zip(column) {
                 *o = v;
             }
@@ -279,7 +294,12 @@ fn gather(at: DevicePtr, ld: usize, transposed: bool, (rows, cols): (usize, usiz
 }
 
 /// op(X) (`rows × cols`) of the column-major X at `at`, column-major and contiguous.
-fn gather_columns(at: DevicePtr, ld: usize, transposed: bool, (rows, cols): (usize, usize)) -> Vec<f32> {
+fn gather_columns(
+    at: DevicePtr,
+    ld: usize,
+    transposed: bool,
+    (rows, cols): (usize, usize),
+) -> Vec<f32> {
     let mut out = Vec::with_capacity(rows * cols);
     for j in 0..cols {
         if transposed {
@@ -290,4 +310,165 @@ fn gather_columns(at: DevicePtr, ld: usize, transposed: bool, (rows, cols): (usi
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::gpu::{BatchedProduct, Epilogue, GpuBuffer, Linear};
+
+    /// A live buffer holding `values` as fp16.
+    fn buffer(memory: &Arc<Allocations>, values: &[f32]) -> GpuBuffer {
+        let b = memory.alloc(values.len() * 2).unwrap();
+        for (i, v) in values.iter().enumerate() {
+            // SAFETY: inside the buffer just allocated.
+            unsafe { (b.ptr() as *mut f16).add(i).write(f16::from_f32(*v)) };
+        }
+        b
+    }
+
+    fn values(b: &GpuBuffer) -> Vec<f32> {
+        read_f16(b.ptr(), 0, b.bytes() / 2)
+    }
+
+    /// Small integers (exact in fp16, products exact in f32).
+    fn small(len: usize, seed: usize) -> Vec<f32> {
+        (0..len)
+            .map(|i| ((i * 7 + seed) % 9) as f32 - 4.0)
+            .collect()
+    }
+
+    #[test]
+    fn lt_bias_swish_is_x_times_w_transposed_plus_bias_then_silu() {
+        let memory = Arc::new(Allocations::default());
+        // Y[3][5] (row stride 6) = silu(X[3][4] (row stride 4) · W[5][4]ᵀ + b[5]) / 8.
+        let (m, n, k, ldy) = (3, 5, 4, 6);
+        let (x, w, b) = (small(m * k, 1), small(n * k, 2), small(n, 3));
+        let (xg, wg, bg) = (
+            buffer(&memory, &x),
+            buffer(&memory, &w),
+            buffer(&memory, &b),
+        );
+        let y = buffer(&memory, &vec![99.0; m * ldy]);
+        let op = Linear {
+            m,
+            n,
+            k,
+            x: xg.ptr(),
+            ldx: k,
+            w: wg.ptr(),
+            y: y.ptr(),
+            ldy,
+            bias: Some(bg.ptr()),
+            epilogue: Epilogue::Silu,
+        };
+        let matmul = LtMatmul {
+            transpose_a: true,
+            transpose_b: false,
+            layouts: ColumnMajorGemm::from(&op).layouts(),
+            a: op.w,
+            b: op.x,
+            d: op.y,
+            epilogue: EpilogueOnCpu::from_lt(EPILOGUE_SWISH_BIAS_EXT, op.bias).unwrap(),
+        };
+        lt_matmul(&memory, &matmul).unwrap();
+        let got = values(&y);
+        for r in 0..m {
+            for c in 0..n {
+                let v: f32 = (0..k).map(|i| x[r * k + i] * w[c * k + i]).sum::<f32>() + b[c];
+                let want = f16::from_f32(v / (1.0 + (-v).exp())).to_f32();
+                assert_eq!(got[r * ldy + c], want, "Y[{r}][{c}]");
+            }
+            assert_eq!(got[r * ldy + n], 99.0, "padding of row {r}");
+        }
+    }
+
+    #[test]
+    fn strided_batched_products_are_a_times_b_transposed() {
+        let memory = Arc::new(Allocations::default());
+        let (batch, m, n, k) = (2, 3, 4, 5);
+        let (a, b) = (small(batch * m * k, 4), small(batch * n * k, 5));
+        let (ag, bg) = (buffer(&memory, &a), buffer(&memory, &b));
+        let c = buffer(&memory, &vec![0.0; batch * m * n]);
+        let op = BatchedProduct {
+            batch,
+            m,
+            n,
+            k,
+            alpha: 0.5,
+            a: ag.ptr(),
+            lda: k,
+            stride_a: m * k,
+            b: bg.ptr(),
+            ldb: k,
+            stride_b: n * k,
+            c: c.ptr(),
+            ldc: n,
+            stride_c: m * n,
+        };
+        rocblas_gemm(&memory, &ColumnMajorGemm::from(&op)).unwrap();
+        let got = values(&c);
+        for i in 0..batch {
+            for r in 0..m {
+                for col in 0..n {
+                    let dot: f32 = (0..k)
+                        .map(|l| a[i * m * k + r * k + l] * b[i * n * k + col * k + l])
+                        .sum();
+                    assert_eq!(got[i * m * n + r * n + col], 0.5 * dot);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn operands_outside_the_buffers_and_mismatched_layouts_are_refused() {
+        let memory = Arc::new(Allocations::default());
+        let (ag, bg, cg) = (
+            buffer(&memory, &small(12, 1)),
+            buffer(&memory, &small(12, 2)),
+            buffer(&memory, &small(9, 3)),
+        );
+        // 3×4 · 4×3: a leading dimension of 5 for A reads past its 12 values.
+        let g = ColumnMajorGemm {
+            transpose_a: false,
+            transpose_b: false,
+            m: 3,
+            n: 3,
+            k: 4,
+            alpha: 1.0,
+            a: ag.ptr(),
+            lda: 5,
+            stride_a: 0,
+            b: bg.ptr(),
+            ldb: 4,
+            stride_b: 0,
+            c: cg.ptr(),
+            ldc: 3,
+            stride_c: 0,
+            batch: 1,
+        };
+        let e = rocblas_gemm(&memory, &g).unwrap_err().to_string();
+        assert!(e.contains("A:") && e.contains("live buffer"), "{e}");
+        let e = rocblas_gemm(&memory, &ColumnMajorGemm { ldc: 2, ..g }).unwrap_err();
+        assert!(e.to_string().contains("ldc 2 < 3"), "{e}");
+        let layout = |rows, cols| MatrixLayout {
+            rows,
+            cols,
+            ld: rows,
+        };
+        let mismatched = LtMatmul {
+            transpose_a: false,
+            transpose_b: false,
+            layouts: [layout(3, 4), layout(3, 3), layout(3, 3)],
+            a: ag.ptr(),
+            b: bg.ptr(),
+            d: cg.ptr(),
+            epilogue: EpilogueOnCpu::NONE,
+        };
+        let e = lt_matmul(&memory, &mismatched).unwrap_err().to_string();
+        assert!(e.contains("do not fit"), "{e}");
+        assert!(EpilogueOnCpu::from_lt(EPILOGUE_BIAS, None).is_err());
+    }
 }

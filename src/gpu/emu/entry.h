@@ -3,7 +3,8 @@
 //   int lc0rs_launch_NAME(const unsigned grid[3], const unsigned block[3], unsigned shared_bytes,
 //                         const unsigned long long* slots, int count)
 // which unpacks the 8-byte argument slots by the kernel's own parameter types, launches it
-// through HIP-CPU and waits for it. Returns 0, or an error code (see the Rust side).
+// through HIP-CPU and waits for it. Returns 0, an error code below, or -(1000 + L) where some
+// thread of a block did not reach the `__syncthreads()` on line L of the translation unit.
 #include <cstdint>
 #include <tuple>
 #include <type_traits>
@@ -40,8 +41,9 @@ static int lc0rs_launch(void (*kernel)(Ps...), const unsigned* grid, const unsig
   ::hip::detail::launch(
       dim3(grid[0], grid[1], grid[2]), dim3(block[0], block[1], block[2]), shared_bytes, nullptr,
       [=](auto&&... xs) noexcept { kernel(std::forward<decltype(xs)>(xs)...); }, args);
-  if (hipDeviceSynchronize() != hipSuccess) return LC0RS_EMU_LAUNCH_FAILED;
-  return hipGetLastError() == hipSuccess ? 0 : LC0RS_EMU_LAUNCH_FAILED;
+  if (hipDeviceSynchronize() != hipSuccess || hipGetLastError() != hipSuccess) return LC0RS_EMU_LAUNCH_FAILED;
+  const int missed = lc0rs_missed_barrier_line.exchange(0);
+  return missed ? -(1000 + missed) : 0;
 }
 
 #define LC0RS_ENTRY(name)                                                                  \

@@ -80,7 +80,8 @@ impl KernelLibrary {
         let path = build(config)?;
         // SAFETY: the library is ours, built from hip/ and entry.h; its initialisers only set up
         // HIP-CPU's runtime.
-        let library = unsafe { libloading::Library::new(&path) }.map_err(|e| load_error(&path, e))?;
+        let library =
+            unsafe { libloading::Library::new(&path) }.map_err(|e| load_error(&path, e))?;
         let entries = kernels::KERNEL_NAMES
             .iter()
             .map(|&name| {
@@ -128,6 +129,14 @@ impl KernelLibrary {
             -1 => Err(GpuError::Call {
                 call: "hipLaunchKernel (emulated)",
                 detail: format!("{kernel}: wrong number of arguments ({})", args.len()),
+            }),
+            missed if missed <= -1000 => Err(GpuError::Call {
+                call: "hipLaunchKernel (emulated)",
+                detail: format!(
+                    "{kernel}: a thread of the block did not reach the __syncthreads() on line {} of {}",
+                    -missed - 1000,
+                    self.path.with_extension("cpp").display()
+                ),
             }),
             other => Err(GpuError::Call {
                 call: "hipLaunchKernel (emulated)",
@@ -194,6 +203,9 @@ fn build(config: &BuildConfig) -> GpuResult<PathBuf> {
     std::fs::write(&cpp, &source).map_err(|e| io("the source", e))?;
     let built = work.path().join("kernels.so");
     compile(config, &include, &cpp, &built)?;
+    // The source stays beside the library: launch errors name its lines.
+    std::fs::rename(&cpp, library.with_extension("cpp"))
+        .map_err(|e| io(&library.display().to_string(), e))?;
     std::fs::rename(&built, &library).map_err(|e| io(&library.display().to_string(), e))?;
     Ok(library)
 }
@@ -290,7 +302,10 @@ fn wave32_copy(hip_cpu: &Path) -> GpuResult<PathBuf> {
         .map_err(|e| io(&constants, e))?;
     let made = work.keep();
     if std::fs::rename(&made, &dir).is_err() && !dir.is_dir() {
-        return Err(io(&dir, std::io::Error::other("could not move the copy into place")));
+        return Err(io(
+            &dir,
+            std::io::Error::other("could not move the copy into place"),
+        ));
     }
     let _ = std::fs::remove_dir_all(&made); // another process moved its copy in first
     Ok(dir)
@@ -350,7 +365,10 @@ mod tests {
             KernelArg::I64(-3),
             KernelArg::F32(1.5),
         ]);
-        assert_eq!(slots, [0x7f00_1234_5678, 0xffff_fffe, u64::MAX - 2, 0x3fc0_0000]);
+        assert_eq!(
+            slots,
+            [0x7f00_1234_5678, 0xffff_fffe, u64::MAX - 2, 0x3fc0_0000]
+        );
     }
 
     #[test]
@@ -361,6 +379,9 @@ mod tests {
             broken_shuffle: false,
         };
         let e = include_dir(&config).unwrap_err().to_string();
-        assert!(e.contains("HIP-CPU") && e.contains("/nonexistent/HIP-CPU") && e.contains(HIP_CPU_ENV), "{e}");
+        assert!(
+            e.contains("HIP-CPU") && e.contains("/nonexistent/HIP-CPU") && e.contains(HIP_CPU_ENV),
+            "{e}"
+        );
     }
 }

@@ -22,12 +22,11 @@ impl Allocations {
     /// Allocates `bytes` of zeroed host memory that is freed, and unregistered, when the
     /// returned buffer is dropped.
     pub fn alloc(self: &Arc<Self>, bytes: usize) -> GpuResult<GpuBuffer> {
-        let layout = Layout::from_size_align(bytes.max(1), ALIGNMENT).map_err(|e| {
-            GpuError::Call {
+        let layout =
+            Layout::from_size_align(bytes.max(1), ALIGNMENT).map_err(|e| GpuError::Call {
                 call: "hipMalloc (emulated)",
                 detail: format!("{bytes} bytes: {e}"),
-            }
-        })?;
+            })?;
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         if ptr.is_null() {
@@ -54,11 +53,13 @@ impl Allocations {
     /// Whether `[start, start + bytes)` lies inside one live allocation.
     pub fn contains(&self, start: DevicePtr, bytes: usize) -> bool {
         let live = self.lock();
-        live.range(..=start).next_back().is_some_and(|(&base, &len)| {
-            start
-                .checked_add(bytes as u64)
-                .is_some_and(|end| end <= base + len as u64)
-        })
+        live.range(..=start)
+            .next_back()
+            .is_some_and(|(&base, &len)| {
+                start
+                    .checked_add(bytes as u64)
+                    .is_some_and(|end| end <= base + len as u64)
+            })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<DevicePtr, usize>> {

@@ -92,7 +92,11 @@ impl EmuDevice {
             memory_bytes: host_memory_bytes(),
             multiprocessors: threads,
             warp_size: config.wave,
-            runtime: format!("HIP-CPU {} ({})", config.hip_cpu.display(), kernels.path.display()),
+            runtime: format!(
+                "HIP-CPU {} ({})",
+                config.hip_cpu.display(),
+                kernels.path.display()
+            ),
         };
         Ok(Self {
             shared: Arc::new(Shared {
