@@ -25,16 +25,21 @@
   // barrier is undefined behaviour on AMD GPUs, and HIP-CPU's barrier would just skip it): each
   // barrier counts its arrivals and records the first one some thread of the block missed, which
   // the launch then reports. A block runs on one OS thread (its threads are fibers), so the
-  // counts are per OS thread, reset when a new block starts there.
+  // counts are per OS thread, reset when another block (of this or a later launch, which the
+  // entry points number) starts there.
   #include <atomic>
   #include <vector>
   inline std::atomic<int> lc0rs_missed_barrier_line{0};
+  inline std::atomic<unsigned long> lc0rs_launch_number{0};
   static inline void lc0rs_counted_syncthreads(int line) {
-    struct Counts { long block = -1; std::vector<unsigned> reached, arrivals; };
+    struct Counts { unsigned long launch = 0; long block = -1; std::vector<unsigned> reached, arrivals; };
     thread_local Counts counts;
+    const unsigned long launch = lc0rs_launch_number.load();
     const long block = blockIdx.x + (long)gridDim.x * (blockIdx.y + (long)gridDim.y * blockIdx.z);
     const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
-    if (counts.block != block) counts = Counts{block, std::vector<unsigned>(threads, 0), {}};
+    if (counts.launch != launch || counts.block != block) {
+      counts = Counts{launch, block, std::vector<unsigned>(threads, 0), {}};
+    }
     const unsigned me = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     const unsigned k = counts.reached[me]++;
     if (counts.arrivals.size() <= k) counts.arrivals.resize(k + 1, 0);

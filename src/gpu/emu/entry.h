@@ -38,6 +38,7 @@ static int lc0rs_launch(void (*kernel)(Ps...), const unsigned* grid, const unsig
                         unsigned shared_bytes, const unsigned long long* slots, int count) {
   if (count != static_cast<int>(sizeof...(Ps))) return LC0RS_EMU_WRONG_ARGUMENT_COUNT;
   const auto args = lc0rs_unpack_all<Ps...>(slots, std::index_sequence_for<Ps...>{});
+  ++lc0rs_launch_number;  // a new launch: the barrier counts start afresh
   ::hip::detail::launch(
       dim3(grid[0], grid[1], grid[2]), dim3(block[0], block[1], block[2]), shared_bytes, nullptr,
       [=](auto&&... xs) noexcept { kernel(std::forward<decltype(xs)>(xs)...); }, args);
