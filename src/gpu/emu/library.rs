@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::gpu::{GpuError, GpuResult, KernelArg, Launch, kernels};
 
@@ -64,10 +64,11 @@ pub fn hip_cpu_dir() -> PathBuf {
 /// The C signature of every generated entry point.
 type EntryPoint = unsafe extern "C" fn(*const u32, *const u32, u32, *const u64, i32) -> i32;
 
-/// The loaded kernel library of one build.
+/// The loaded kernel library of one build, one per process (the dynamic loader hands out one
+/// copy of a file, with one HIP-CPU runtime and one set of barrier counts, whoever opens it).
 pub struct KernelLibrary {
     entries: HashMap<&'static str, EntryPoint>,
-    /// HIP-CPU's runtime is one per library; launches through it are serialised.
+    /// Launches through the library's runtime, one at a time.
     launches: Mutex<()>,
     pub path: PathBuf,
     /// Kept loaded as long as the entry points are used.
@@ -75,8 +76,20 @@ pub struct KernelLibrary {
 }
 
 impl KernelLibrary {
-    /// Builds (or finds in the cache) and loads the library for `config`.
-    pub fn open(config: &BuildConfig) -> GpuResult<Self> {
+    /// The library for `config`: the one this process loaded already, else built (or found in
+    /// the cache) and loaded now.
+    pub fn open(config: &BuildConfig) -> GpuResult<Arc<Self>> {
+        static LOADED: Mutex<Vec<(BuildConfig, Arc<KernelLibrary>)>> = Mutex::new(Vec::new());
+        let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, library)) = loaded.iter().find(|(c, _)| c == config) {
+            return Ok(library.clone());
+        }
+        let library = Arc::new(Self::load(config)?);
+        loaded.push((config.clone(), library.clone()));
+        Ok(library)
+    }
+
+    fn load(config: &BuildConfig) -> GpuResult<Self> {
         let path = build(config)?;
         // SAFETY: the library is ours, built from hip/ and entry.h; its initialisers only set up
         // HIP-CPU's runtime.

@@ -55,7 +55,7 @@ enum Work {
 
 /// The state every lane of one emulated GPU shares.
 struct Shared {
-    kernels: KernelLibrary,
+    kernels: Arc<KernelLibrary>,
     memory: Arc<Allocations>,
     lt: LtRelease,
 }
