@@ -2,13 +2,11 @@
 // Shapes: tokens are rows (position·64 + square), channels are columns, row-major.
 
 // 8 halves (16 bytes) at a time; both addresses 16-byte aligned.
-static __device__ __forceinline__ void copy8(__half* dst, const __half* src) {
-  *(uint4*)dst = *(const uint4*)src;
-}
+static __device__ __forceinline__ void copy8(__half* dst, const __half* src) { copy16(dst, src); }
 
 static __device__ __forceinline__ void load8(const __half* src, float* out) {
-  const uint4 raw = *(const uint4*)src;
-  const __half2* h = (const __half2*)&raw;
+  __align__(16) __half2 h[4];
+  copy16(h, src);
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const float2 f = __half22float2(h[i]);
@@ -18,11 +16,10 @@ static __device__ __forceinline__ void load8(const __half* src, float* out) {
 }
 
 static __device__ __forceinline__ void store8(__half* dst, const float* in) {
-  uint4 raw;
-  __half2* h = (__half2*)&raw;
+  __align__(16) __half2 h[4];
   #pragma unroll
   for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(in[2 * i], in[2 * i + 1]);
-  *(uint4*)dst = raw;
+  copy16(dst, h);
 }
 
 // Tokens for the embedding: the 112 input planes of each square followed by `extra_width`
@@ -169,7 +166,7 @@ KERNEL void input_gating(__half* __restrict__ x, const __half* __restrict__ mult
 KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__ bias, int act,
                        float alpha, const __half* skip, const __half* __restrict__ gamma,
                        const __half* __restrict__ beta, float eps, int cols) {
-  extern __shared__ float row[];
+  DYNAMIC_SHARED(float, row);
   __shared__ float scratch[32];
   const long base = (long)blockIdx.x * cols;
   float sum = 0.f;

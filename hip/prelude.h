@@ -1,6 +1,63 @@
 // lc0rs portability prelude: the same kernel source compiles under NVRTC (CUDA), hipRTC and
 // hipcc (AMD, wave32 RDNA and wave64 CDNA). Facts: gpu-apis.md §2.4–2.6.
-#if defined(__HIP__) || defined(__HIPCC_RTC__) || defined(__HIPCC__)
+#if defined(LC0RS_HIP_CPU)
+  // The emulator (backend hip-emu): HIP-CPU on the host, compiled by g++ with WARP_SIZE given
+  // (HIP-CPU defines no AMDGCN/GFX macro). What HIP-CPU lacks or does differently lives here.
+  #define GPU_HIP 1
+  #define GPU_EMU 1
+  #include <cmath>
+  #include <cstring>
+  #include <hip/hip_runtime.h>
+  #include <hip/hip_fp16.h>
+  #ifndef WARP_SIZE
+    #error "the emulator needs WARP_SIZE (64 or 32)"
+  #endif
+  // HIP-CPU marks kernels `flatten, simd`: 70-235 s of g++ per build instead of 10-15 s, with
+  // the same results.
+  #undef __global__
+  #define __global__
+  #undef __device__
+  #define __device__
+  // `alignas` does not fit: `__shared__` is `thread_local` there.
+  #define __align__(n) __attribute__((aligned(n)))
+  static inline float rsqrtf(float x) { return 1.f / std::sqrt(x); }
+  // Every thread of a block must reach each `__syncthreads()` (a lane that returned before a
+  // barrier is undefined behaviour on AMD GPUs, and HIP-CPU's barrier would just skip it): each
+  // barrier counts its arrivals and records the first one some thread of the block missed, which
+  // the launch then reports. A block runs on one OS thread (its threads are fibers), so the
+  // counts are per OS thread, reset when another block (of this or a later launch, which the
+  // entry points number) starts there.
+  #include <atomic>
+  #include <vector>
+  inline std::atomic<int> lc0rs_missed_barrier_line{0};
+  inline std::atomic<unsigned long> lc0rs_launch_number{0};
+  static inline void lc0rs_counted_syncthreads(int line) {
+    struct Counts { unsigned long launch = 0; long block = -1; std::vector<unsigned> reached, arrivals; };
+    thread_local Counts counts;
+    const unsigned long launch = lc0rs_launch_number.load();
+    const long block = blockIdx.x + (long)gridDim.x * (blockIdx.y + (long)gridDim.y * blockIdx.z);
+    const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+    if (counts.launch != launch || counts.block != block) {
+      counts = Counts{launch, block, std::vector<unsigned>(threads, 0), {}};
+    }
+    const unsigned me = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const unsigned k = counts.reached[me]++;
+    if (counts.arrivals.size() <= k) counts.arrivals.resize(k + 1, 0);
+    ++counts.arrivals[k];
+    __syncthreads();
+    int none = 0;
+    if (counts.arrivals[k] != threads) lc0rs_missed_barrier_line.compare_exchange_strong(none, line);
+  }
+  #define __syncthreads() lc0rs_counted_syncthreads(__LINE__)
+  // HIP-CPU sizes dynamic shared memory by the launch; `extern __shared__` links to nothing.
+  #define DYNAMIC_SHARED(type, name) HIP_DYNAMIC_SHARED(type, name)
+  #if defined(LC0RS_BROKEN_SHUFFLE)
+    // A control that must make the kernel tests fail: every shuffle returns the lane's own value.
+    #define SHFL_XOR(v, m) (v)
+  #else
+    #define SHFL_XOR(v, m) __shfl_xor((v), (m), WARP_SIZE)
+  #endif
+#elif defined(__HIP__) || defined(__HIPCC_RTC__) || defined(__HIPCC__)
   #define GPU_HIP 1
   #if !defined(__HIPCC_RTC__)
     #include <hip/hip_runtime.h>
@@ -18,6 +75,7 @@
     #endif
   #endif
   #define SHFL_XOR(v, m) __shfl_xor((v), (m), WARP_SIZE)
+  #define DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #else
   #define GPU_CUDA 1
   #include <cuda_fp16.h>
@@ -25,12 +83,26 @@
     #define WARP_SIZE 32
   #endif
   #define SHFL_XOR(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
+  #define DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif
 
 typedef unsigned int u32;
 typedef int i32;
 typedef unsigned long long u64;
 typedef short i16;
+
+// 16 bytes between 16-byte aligned addresses. A copy, not a `uint4` access to `__half` data:
+// that type pun is undefined behaviour (strict aliasing), and g++ -O2 miscompiles it; every
+// compiler turns this into one 16-byte access. (NVRTC has `memcpy` in device code but no
+// `__builtin_memcpy`; hipRTC has no C library headers.)
+#if defined(GPU_CUDA)
+  #define LC0RS_MEMCPY memcpy
+#else
+  #define LC0RS_MEMCPY __builtin_memcpy
+#endif
+static __device__ __forceinline__ void copy16(void* dst, const void* src) {
+  LC0RS_MEMCPY(__builtin_assume_aligned(dst, 16), __builtin_assume_aligned(src, 16), 16);
+}
 
 // Unmangled names for cuModuleGetFunction / hipModuleGetFunction.
 #define KERNEL extern "C" __global__

@@ -488,6 +488,10 @@ fn devices() {
     for line in lc0rs::gpu::hip::report() {
         println!("  {line}");
     }
+    println!("hip-emu (an emulated AMD GPU on the CPU):");
+    for line in lc0rs::gpu::emu::report() {
+        println!("  {line}");
+    }
     println!("CUDA:");
     for (library, present) in cuda::libraries_present() {
         println!(

@@ -7,7 +7,8 @@ use crate::weights::Network;
 /// The backends this build can create. `rocm` and lc0's names for its AMD backend (`hip`,
 /// `hip-fp16`, `hip-auto`, which users coming from lc0 type) are the same fp16 ROCm backend as
 /// `rocm-fp16`: lc0rs builds no fp32 GPU path, so there is nothing for "auto" to choose between.
-pub const BACKEND_NAMES: [&str; 7] = [
+/// `hip-emu` runs that backend's executor and kernels on an emulated AMD GPU (on the CPU).
+pub const BACKEND_NAMES: [&str; 8] = [
     "cpu",
     "cuda-fp16",
     "rocm-fp16",
@@ -15,6 +16,7 @@ pub const BACKEND_NAMES: [&str; 7] = [
     "hip",
     "hip-fp16",
     "hip-auto",
+    "hip-emu",
 ];
 
 /// The best backend this machine can run: `cuda-fp16` with a usable NVIDIA GPU, else
@@ -42,6 +44,7 @@ pub fn create_backend(
         "rocm-fp16" | "rocm" | "hip" | "hip-fp16" | "hip-auto" => {
             Box::new(super::gpu::create_rocm(name, network, &options)?)
         }
+        "hip-emu" => Box::new(super::gpu::create_hip_emu(name, network, &options)?),
         _ => {
             return Err(BackendError::UnknownBackend {
                 name: name.to_owned(),

@@ -2,10 +2,11 @@
 //! device addresses with RAII owners, one stream per device, host↔device copies, kernels from
 //! `hip/` compiled at run time and launched by name, GEMMs through the classic BLAS or the Lt
 //! library (with bias/activation epilogues, descriptors and algorithm cached per shape), events
-//! for timing, and graph capture and replay. `cuda` implements it with cudarc; the ROCm
-//! implementation follows the same trait.
+//! for timing, and graph capture and replay. `cuda` implements it with cudarc, `hip` with
+//! lc0rs' own ROCm bindings, and `emu` on the CPU (an emulated AMD GPU for correctness checks).
 
 pub mod cuda;
+pub mod emu;
 pub mod gemm;
 pub mod hip;
 pub mod kernels;

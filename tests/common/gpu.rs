@@ -22,14 +22,27 @@ pub fn check_backend_against_cpu(
     network: &Network,
     option_sets: &[&str],
 ) {
+    check_backend_against_cpu_on(backend, label, network, option_sets, 100, &[1, 7, 64]);
+}
+
+/// [`check_backend_against_cpu`] on `positions` random positions at `batches` (an emulated GPU
+/// takes about 0.3 s per pass at batch 1, so it gets fewer).
+pub fn check_backend_against_cpu_on(
+    backend: &str,
+    label: &str,
+    network: &Network,
+    option_sets: &[&str],
+    positions: usize,
+    batches: &[usize],
+) {
     let oracle = create_backend("cpu", network.clone(), "").unwrap();
     for options in option_sets {
         let gpu = create_backend(backend, network.clone(), options)
             .unwrap_or_else(|e| panic!("{backend} with {options:?}: {e}"));
-        let histories = random_histories(100, 5);
+        let histories = random_histories(positions, 5);
         let encoded = encode_all(&histories, gpu.as_ref());
         let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
-        for batch in [1, 7, 64] {
+        for &batch in batches {
             for run in 0..2 {
                 let got = evaluate_in_batches(gpu.as_ref(), &encoded, batch).unwrap();
                 let e = compare(&histories, &encoded, &got, &want, batch);

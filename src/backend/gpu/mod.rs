@@ -1,5 +1,6 @@
-//! GPU backends (`cuda-fp16`; `rocm-fp16` with the ROCm layer): the vendor-neutral executor
-//! over a [`GpuDevice`], with one captured graph per batch size.
+//! GPU backends (`cuda-fp16`; `rocm-fp16` with the ROCm layer; `hip-emu`, the ROCm executor on
+//! an emulated GPU): the vendor-neutral executor over a [`GpuDevice`], with one captured graph
+//! per batch size.
 
 mod forward;
 mod lanes;
@@ -667,6 +668,35 @@ pub fn create_rocm(
 ) -> Result<GpuBackend, BackendError> {
     create_on(name, network, options, |ordinal| {
         Ok(Arc::new(crate::gpu::hip::device::HipDevice::new(ordinal)?))
+    })
+}
+
+/// `hip-emu`: the `rocm-fp16` executor on an emulated AMD GPU (`crate::gpu::emu`), with
+/// `wave=64|32` (default 64: CDNA's waves; 32: RDNA's) and `lt_release=7|6` (default 7: which
+/// hipBLASLt's epilogues are emulated; 6 leaves bias+SiLU's SiLU to the kernel).
+pub fn create_hip_emu(
+    name: &str,
+    network: Network,
+    options: &BackendOptions,
+) -> Result<GpuBackend, BackendError> {
+    use crate::gpu::emu::{EmuDevice, LtRelease, library::BuildConfig};
+    let bad = |key: &str, value: String, reason: &str| BackendError::BadOption {
+        backend: name.to_owned(),
+        key: key.to_owned(),
+        value,
+        reason: reason.to_owned(),
+    };
+    let wave = match options.get::<u32>(name, "wave")?.unwrap_or(64) {
+        wave @ (32 | 64) => wave,
+        other => return Err(bad("wave", other.to_string(), "expected 64 or 32")),
+    };
+    let lt = match options.get::<u32>(name, "lt_release")?.unwrap_or(7) {
+        7 => LtRelease::Rocm7,
+        6 => LtRelease::Rocm6,
+        other => return Err(bad("lt_release", other.to_string(), "expected 7 or 6")),
+    };
+    create_on(name, network, options, |_| {
+        Ok(Arc::new(EmuDevice::new(&BuildConfig::new(wave)?, lt)?))
     })
 }
 

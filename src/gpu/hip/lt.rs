@@ -50,7 +50,7 @@ struct Plan {
 }
 
 /// The epilogues to try for a layer, most fused first, with what each leaves to the kernel.
-fn epilogue_choices(bias: bool, epilogue: Epilogue, swish: bool) -> Vec<(u32, Fused)> {
+pub(crate) fn epilogue_choices(bias: bool, epilogue: Epilogue, swish: bool) -> Vec<(u32, Fused)> {
     let complete = match (epilogue, bias) {
         (Epilogue::None, true) => Some(EPILOGUE_BIAS),
         (Epilogue::None, false) => Some(EPILOGUE_DEFAULT),

@@ -4,7 +4,7 @@
 
 mod arch;
 pub mod device;
-mod lt;
+pub(crate) mod lt;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,164 @@
+//! The kernels and the `rocm-fp16` executor on the emulated AMD GPU (`hip-emu`), at wave64 and
+//! wave32, against f64 references and the cpu oracle. They need g++, TBB and HIP-CPU; where one
+//! is missing they print why and return, except with `LC0RS_REQUIRE_HIP_EMU` set (CI), where a
+//! missing dependency fails them.
+
+mod common;
+
+use common::gpu::{bundled, check_against_cpu, check_backend_against_cpu_on};
+use common::kernels;
+use lc0rs::gpu::GpuDevice;
+use lc0rs::gpu::emu::library::BuildConfig;
+use lc0rs::gpu::emu::{EmuDevice, LtRelease};
+use lc0rs::weights::format::Activation;
+
+const WAVES: [u32; 2] = [64, 32];
+
+/// The emulated GPU of wave size `wave`, or `None` (after saying why) where the emulator's
+/// dependencies are missing and not required.
+fn emulated(wave: u32) -> Option<EmuDevice> {
+    let opened =
+        BuildConfig::new(wave).and_then(|config| EmuDevice::new(&config, LtRelease::Rocm7));
+    match opened {
+        Ok(device) => Some(device),
+        Err(e) if std::env::var_os("LC0RS_REQUIRE_HIP_EMU").is_none() => {
+            eprintln!("skipped: the hip-emu emulator is not usable here: {e}");
+            None
+        }
+        Err(e) => panic!("hip-emu wave{wave} required (LC0RS_REQUIRE_HIP_EMU): {e}"),
+    }
+}
+
+/// Runs `check` on the emulated GPU at each wave size.
+fn at_each_wave(check: impl Fn(&dyn GpuDevice)) {
+    for wave in WAVES {
+        let Some(device) = emulated(wave) else { return };
+        assert_eq!(device.info().warp_size, wave);
+        eprintln!("wave{wave}:");
+        check(&device);
+    }
+}
+
+#[test]
+fn attention_kernels_match_f64() {
+    at_each_wave(|device| kernels::check_attention(device, false));
+}
+
+#[test]
+fn layer_norm_kernel_matches_f64() {
+    at_each_wave(kernels::check_layer_norm);
+}
+
+#[test]
+fn warp_layer_norm_kernels_match_f64() {
+    at_each_wave(kernels::check_warp_layer_norm);
+}
+
+#[test]
+fn dense_rows_kernel_matches_f64() {
+    at_each_wave(kernels::check_dense_rows);
+}
+
+/// The whole executor on the bundled nets, both GEMM paths, with and without graphs, at both
+/// wave sizes: 15 positions at batch 1 (the `dense_rows` path) and 7 (GEMMs), each twice (eager,
+/// then the recorded graph).
+#[test]
+fn backend_matches_cpu_on_bundled_nets() {
+    if emulated(64).is_none() {
+        return;
+    }
+    for net in ["bundled:tiny", "bundled:tiny-dense"] {
+        check_backend_against_cpu_on(
+            "hip-emu",
+            net,
+            &bundled(net),
+            &["", "wave=32", "wave=32,gemm=blas,graph=false"],
+            15,
+            &[1, 7],
+        );
+    }
+}
+
+/// SiLU dense layers: hipBLASLt's SWISH_BIAS epilogue (ROCm 7), the bias epilogue plus our
+/// kernel (ROCm 6), and both by kernel (BLAS).
+#[test]
+fn swish_variant_matches_cpu() {
+    use lc0rs::netgen::{generate, preset};
+    if emulated(64).is_none() {
+        return;
+    }
+    let mut arch = preset("tiny").unwrap();
+    arch.format.default_activation = Activation::Swish;
+    arch.format.ffn_activation = Activation::Swish;
+    let network = generate(&arch, 23);
+    for options in ["lt_release=7", "lt_release=6,wave=32", "gemm=blas"] {
+        check_against_cpu("hip-emu", &network, (options, ""), 11, 16);
+    }
+}
+
+/// A net with ReLU (fused into the Lt epilogue), SELU, tanh and a policy width that is not a
+/// multiple of 8.
+#[test]
+fn relu_scalar_variant_matches_cpu() {
+    use lc0rs::netgen::{generate, preset};
+    if emulated(64).is_none() {
+        return;
+    }
+    let mut arch = preset("tiny").unwrap();
+    arch.format.default_activation = Activation::Relu;
+    arch.format.smolgen_activation = Activation::Tanh;
+    arch.format.ffn_activation = Activation::Selu;
+    arch.format.wdl = false;
+    arch.format.moves_left = false;
+    arch.gating = false;
+    arch.policy_d = 36;
+    let network = generate(&arch, 21);
+    for options in ["", "wave=32,gemm=blas"] {
+        check_against_cpu("hip-emu", &network, (options, ""), 9, 16);
+    }
+}
+
+/// Timing is not emulated: the profile says so instead of inventing numbers.
+#[test]
+fn profiling_reports_timing_as_not_emulated() {
+    if emulated(64).is_none() {
+        return;
+    }
+    let backend =
+        lc0rs::backend::create_backend("hip-emu", bundled("bundled:tiny"), "profile=true").unwrap();
+    let planes: Vec<_> =
+        lc0rs::selftest::encode_all(&lc0rs::selftest::random_histories(2, 1), backend.as_ref())
+            .into_iter()
+            .map(|e| e.planes)
+            .collect();
+    let e = backend.evaluate(&planes).unwrap_err().to_string();
+    assert!(e.contains("not emulated"), "{e}");
+}
+
+/// The control: a build whose shuffles return the lane's own value must fail the kernel checks
+/// that reduce across lanes (run by hand: it costs a build of its own).
+#[test]
+#[ignore = "a control build of its own (about 20 s of g++); run with --ignored"]
+fn a_broken_shuffle_fails_the_kernel_checks() {
+    let mut config = BuildConfig::new(64).unwrap();
+    config.broken_shuffle = true;
+    let device = EmuDevice::new(&config, LtRelease::Rocm7).unwrap();
+    let checks: [(&str, &dyn Fn(&dyn GpuDevice)); 4] = [
+        ("attention", &|d| kernels::check_attention(d, false)),
+        ("layer_norm", &kernels::check_layer_norm),
+        ("warp_layer_norm", &kernels::check_warp_layer_norm),
+        ("dense_rows", &kernels::check_dense_rows),
+    ];
+    for (name, check) in checks {
+        let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&device)));
+        eprintln!(
+            "{name} with broken shuffles: {}",
+            if failed.is_err() {
+                "FAILED (as it must)"
+            } else {
+                "passed"
+            }
+        );
+        assert!(failed.is_err(), "{name} passed with broken shuffles");
+    }
+}
