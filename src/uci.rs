@@ -434,11 +434,9 @@ impl Engine {
         // Before the first batch has finished there is no move to name: the stopped thread
         // names its own when its batch ends.
         if let Some(best) = latest.as_ref().and_then(|info| info.pv.first()) {
-            running.progress.answer(
-                &self.out,
-                latest.as_ref(),
-                &uci(best, self.params.chess960),
-            );
+            running
+                .progress
+                .answer(&self.out, latest.as_ref(), &uci(best, self.params.chess960));
         }
     }
 

@@ -31,18 +31,14 @@ runs=("bundled:tiny 1,7 16" "bundled:tiny-dense 1,7 16" "$netdir/t82.pb.gz 1,64 
 
 # One tool over every net and option set; one line per run into LOGDIR/TOOL.txt.
 run_tool() {
-  local tool=$1 failed=0 log extra=()
+  local tool=$1 failed=0 log
   log=$(mktemp)
-  # racecheck: not inside cuBLASLt's own `nvjet` GEMM kernels, where it reports shared-memory
-  # hazards at a read in the bias epilogue (6 at bundled:tiny-dense with gemm=lt, 2026-11-23):
-  # NVIDIA's code, outside what we can change; see docs/validation.md.
-  [ "$tool" = racecheck ] && extra=(--kernel-name-exclude kns=nvjet)
   for run in "${runs[@]}"; do
     read -r net batches positions <<<"$run"
     for options in "${option_sets[@]}"; do
       local start status summary passes
       start=$(date +%s)
-      "$sanitizer" --tool "$tool" "${extra[@]}" --print-limit 1000 --error-exitcode 3 \
+      "$sanitizer" --tool "$tool" --print-limit 1000 --error-exitcode 3 \
         "$lc0rs" selftest -w "$net" -b cuda-fp16 -o "$options" --batch "$batches" --positions "$positions" >"$log" 2>&1
       status=$?
       summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1 | sed 's/^========= //')

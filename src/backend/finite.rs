@@ -34,6 +34,18 @@ pub fn first_non_finite(values: &[f32]) -> Option<usize> {
     })
 }
 
+/// Appends `values` to `out` and says whether all are finite: the check folded into the copy
+/// (a branch-free maximum of the masked exponent bits), so that checking a downloaded output
+/// costs no second pass over it.
+pub fn extend_finite(out: &mut Vec<f32>, values: &[f32]) -> bool {
+    let mut worst = 0u32;
+    out.extend(values.iter().map(|&v| {
+        worst = worst.max(v.to_bits() & EXPONENT);
+        v
+    }));
+    worst != EXPONENT
+}
+
 /// Checks a layer's output of `per_position` values per position.
 pub fn check_layer(values: &[f32], per_position: usize, layer: &str) -> Result<(), NonFinite> {
     match first_non_finite(values) {
@@ -67,6 +79,22 @@ mod tests {
                 values[4999.min(at + 3)] = bad;
                 assert_eq!(first_non_finite(&values), Some(at), "{bad} at {at}");
             }
+        }
+    }
+
+    #[test]
+    fn copies_say_whether_every_value_was_finite() {
+        let values: Vec<f32> = (0..3000).map(|i| i as f32 * 0.5 - 700.0).collect();
+        let mut out = vec![9.0];
+        assert!(extend_finite(&mut out, &values));
+        assert_eq!(out[0], 9.0);
+        assert_eq!(out[1..], values[..]);
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let mut with_bad = values.clone();
+            with_bad[1234] = bad;
+            let mut out = Vec::new();
+            assert!(!extend_finite(&mut out, &with_bad), "{bad}");
+            assert_eq!(out.len(), with_bad.len());
         }
     }
 

@@ -9,7 +9,7 @@ mod weights;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::finite::{check_outputs, first_non_finite};
+use super::finite::{check_outputs, extend_finite, first_non_finite};
 use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput, ProfileReport};
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
@@ -518,8 +518,8 @@ impl GpuBackend {
     }
 
     /// Downloads the outputs of the pass of `n` positions; the flag says whether all are
-    /// finite. Each piece of the policy is checked as it lands, while it is still in cache and
-    /// the next piece is being copied, so the check adds no pass over memory.
+    /// finite. Each piece of the policy is checked while it is copied out of the staging
+    /// memory, so the check adds no pass over memory.
     fn outputs(&self, lane: &Lane, n: usize) -> GpuResult<(BatchOutput, bool)> {
         // The wait has its own span, so that `copy outputs` times only the host-side copies.
         tracing::trace_span!("wait for the pass", batch = n)
@@ -534,9 +534,7 @@ impl GpuBackend {
             lane.buffers.policy_out.ptr(),
             n * POLICY_SIZE * size_of::<f32>(),
             &mut |landed| {
-                let from = policy.len();
-                extend_f32(&mut policy, landed);
-                finite &= first_non_finite(&policy[from..]).is_none();
+                finite &= extend_f32(&mut policy, landed);
             },
         )?;
         let mut finished = vec![0f32; n * 3];
@@ -716,16 +714,20 @@ fn create_on(
     GpuBackend::new(name, device, &network, gpu_options).map_err(gpu_error)
 }
 
-/// Appends the little-endian f32 values in `bytes` (one memcpy where they are 4-byte aligned,
-/// as in page-aligned staging memory).
-fn extend_f32(out: &mut Vec<f32>, bytes: &[u8]) {
+/// Appends the little-endian f32 values in `bytes` and says whether all are finite (one copy
+/// with the check folded in where they are 4-byte aligned, as in page-aligned staging memory).
+fn extend_f32(out: &mut Vec<f32>, bytes: &[u8]) -> bool {
     match bytemuck::try_cast_slice::<u8, f32>(bytes) {
-        Ok(values) => out.extend_from_slice(values),
-        Err(_) => out.extend(
-            bytes
-                .chunks_exact(size_of::<f32>())
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        ),
+        Ok(values) => extend_finite(out, values),
+        Err(_) => {
+            let from = out.len();
+            out.extend(
+                bytes
+                    .chunks_exact(size_of::<f32>())
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            );
+            first_non_finite(&out[from..]).is_none()
+        }
     }
 }
 
@@ -746,7 +748,7 @@ mod tests {
         bytemuck::cast_slice_mut::<u32, u8>(&mut aligned).copy_from_slice(&bytes[1..]);
         for input in [bytemuck::cast_slice::<u32, u8>(&aligned), &bytes[1..]] {
             let mut out = vec![7.0f32];
-            extend_f32(&mut out, input);
+            assert!(extend_f32(&mut out, input));
             assert_eq!(out[0], 7.0);
             assert_eq!(out[1..], values);
         }
