@@ -186,7 +186,7 @@ fn check_range(
     at: DevicePtr,
     elements: usize,
 ) -> GpuResult<()> {
-    if at % 2 != 0 || !memory.contains(at, elements * 2) {
+    if !at.is_multiple_of(2) || !memory.contains(at, elements * 2) {
         return Err(GpuError::Call {
             call,
             detail: format!(
