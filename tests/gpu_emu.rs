@@ -165,3 +165,15 @@ fn a_broken_shuffle_fails_the_kernel_checks() {
         assert!(failed.is_err(), "{name} passed with broken shuffles");
     }
 }
+
+/// Bad options are refused by name before anything is built.
+#[test]
+fn bad_wave_and_release_options_are_named() {
+    for (options, key) in [("wave=16", "wave"), ("lt_release=5", "lt_release")] {
+        let e = lc0rs::backend::create_backend("hip-emu", bundled("bundled:tiny"), options)
+            .err()
+            .unwrap_or_else(|| panic!("{options} accepted"))
+            .to_string();
+        assert!(e.contains(key) && e.contains("expected"), "{options}: {e}");
+    }
+}
