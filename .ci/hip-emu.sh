@@ -21,6 +21,7 @@ cargo build --quiet
 target/debug/lc0rs devices | sed -n '/^hip-emu/,/^CUDA/p'
 for wave in 64 32; do
   for net in bundled:tiny bundled:tiny-dense; do
+    echo "-- selftest -b hip-emu -o wave=$wave -w $net"
     target/debug/lc0rs selftest -b hip-emu -o "wave=$wave" -w "$net" --positions 16 --batch 1,7,16
   done
 done

@@ -14,6 +14,9 @@ use lc0rs::weights::format::Activation;
 
 const WAVES: [u32; 2] = [64, 32];
 
+/// One of the per-kernel checks of common::kernels.
+type KernelCheck = dyn Fn(&dyn GpuDevice);
+
 /// The emulated GPU of wave size `wave`, or `None` (after saying why) where the emulator's
 /// dependencies are missing and not required.
 fn emulated(wave: u32) -> Option<EmuDevice> {
@@ -143,7 +146,7 @@ fn a_broken_shuffle_fails_the_kernel_checks() {
     let mut config = BuildConfig::new(64).unwrap();
     config.broken_shuffle = true;
     let device = EmuDevice::new(&config, LtRelease::Rocm7).unwrap();
-    let checks: [(&str, &dyn Fn(&dyn GpuDevice)); 4] = [
+    let checks: [(&str, &KernelCheck); 4] = [
         ("attention", &|d| kernels::check_attention(d, false)),
         ("layer_norm", &kernels::check_layer_norm),
         ("warp_layer_norm", &kernels::check_warp_layer_norm),
@@ -160,5 +163,17 @@ fn a_broken_shuffle_fails_the_kernel_checks() {
             }
         );
         assert!(failed.is_err(), "{name} passed with broken shuffles");
+    }
+}
+
+/// Bad options are refused by name before anything is built.
+#[test]
+fn bad_wave_and_release_options_are_named() {
+    for (options, key) in [("wave=16", "wave"), ("lt_release=5", "lt_release")] {
+        let e = lc0rs::backend::create_backend("hip-emu", bundled("bundled:tiny"), options)
+            .err()
+            .unwrap_or_else(|| panic!("{options} accepted"))
+            .to_string();
+        assert!(e.contains(key) && e.contains("expected"), "{options}: {e}");
     }
 }

@@ -89,6 +89,19 @@ pub enum KernelArg {
     F32(f32),
 }
 
+impl KernelArg {
+    /// The value in an 8-byte argument slot, as HIP launches and the emulator's entry points
+    /// take them: its little-endian bytes first (32-bit values zero-extended).
+    pub fn slot(self) -> u64 {
+        match self {
+            KernelArg::Ptr(p) => p,
+            KernelArg::I32(v) => u64::from(v as u32),
+            KernelArg::I64(v) => v as u64,
+            KernelArg::F32(v) => u64::from(v.to_bits()),
+        }
+    }
+}
+
 /// A launch configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Launch {

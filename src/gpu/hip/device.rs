@@ -252,14 +252,7 @@ fn open_rocblas(
 
 /// Each argument's value in an 8-byte slot (little-endian: the value's bytes come first).
 fn argument_slots(args: &[KernelArg]) -> Vec<u64> {
-    args.iter()
-        .map(|a| match *a {
-            KernelArg::Ptr(p) => p,
-            KernelArg::I32(v) => u64::from(v as u32),
-            KernelArg::I64(v) => v as u64,
-            KernelArg::F32(v) => u64::from(v.to_bits()),
-        })
-        .collect()
+    args.iter().map(|a| a.slot()).collect()
 }
 
 impl GpuDevice for HipDevice {
