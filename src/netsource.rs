@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::netgen::{self, PRESET_NAMES};
 use crate::weights::codec::LayerEncoding;
 use crate::weights::export::{to_proto, write_net_file};
-use crate::weights::{self, FileInfo, LoadOptions, Network, WeightsError};
+use crate::weights::{self, FileInfo, LoadOptions, Model, Network, WeightsError};
 
 /// The networks shipped in `weights/`, built from `gen-net` (see `weights/README.md`).
 pub const BUNDLED: [(&str, &[u8]); 2] = [
@@ -73,7 +73,7 @@ impl NetSource {
         &self,
         options: &LoadOptions,
         progress: &mut dyn FnMut(u64, u64),
-    ) -> Result<(Network, FileInfo), WeightsError> {
+    ) -> Result<(Model, FileInfo), WeightsError> {
         match self {
             Self::Bundled(name) => {
                 let bytes = BUNDLED
@@ -81,13 +81,13 @@ impl NetSource {
                     .find(|(n, _)| n == name)
                     .expect("parsed name")
                     .1;
-                weights::load_bytes(bytes, &self.display_name(), options)
+                weights::load_model_bytes(bytes, &self.display_name(), options)
             }
             Self::Preset(name) => {
                 let path = ensure_preset_file(name, progress)?;
-                weights::load_file_with_info(&path, options)
+                weights::load_model_file_with_info(&path, options)
             }
-            Self::File(path) => weights::load_file_with_info(path, options),
+            Self::File(path) => weights::load_model_file_with_info(path, options),
         }
     }
 }
