@@ -19,11 +19,11 @@ impl Model {
         }
     }
 
-    /// "attention body" or "residual tower", for messages.
-    pub fn body_name(&self) -> &'static str {
+    /// The attention-body network, if that is what this is.
+    pub fn into_attention(self) -> Option<Network> {
         match self {
-            Self::Attention(_) => "attention body",
-            Self::Residual(_) => "residual tower",
+            Self::Attention(n) => Some(n),
+            Self::Residual(_) => None,
         }
     }
 }
