@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod gpu;
+pub mod naive_tower;
 pub mod tower;
 
 use lc0rs::weights::network::{Dense, LayerNorm, Network};

@@ -290,3 +290,102 @@ pub fn to_net(t: &RawTower, network: NetworkStructure) -> Net {
         ..Default::default()
     }
 }
+
+fn decoded(layer: &Option<Layer>) -> Option<Vec<f32>> {
+    layer
+        .as_ref()
+        .filter(|l| l.params.as_ref().is_some_and(|p| !p.is_empty()))
+        .map(|l| lc0rs::weights::codec::decode_layer(l).unwrap())
+}
+
+fn raw_conv(block: &ConvBlock, inputs: usize, kernel: usize) -> RawConv {
+    let w = decoded(&block.weights).unwrap();
+    let means = decoded(&block.bn_means);
+    let b = decoded(&block.biases);
+    let outputs = b.as_ref().or(means.as_ref()).unwrap().len();
+    assert_eq!(w.len(), outputs * inputs * kernel * kernel);
+    RawConv {
+        inputs,
+        outputs,
+        kernel,
+        w,
+        b,
+        bn: means.map(|m| {
+            (
+                m,
+                decoded(&block.bn_stddivs).unwrap(),
+                decoded(&block.bn_gammas),
+                decoded(&block.bn_betas),
+            )
+        }),
+    }
+}
+
+fn raw_dense(w: &Option<Layer>, b: &Option<Layer>) -> RawDense {
+    let (w, b) = (decoded(w).unwrap(), decoded(b).unwrap());
+    RawDense {
+        inputs: w.len() / b.len(),
+        outputs: b.len(),
+        w,
+        b,
+    }
+}
+
+/// A real file's tower as stored (SE or classical blocks, classical or convolution policy),
+/// read with nothing but the layer decoder; `wdl` and `mish` as its format says.
+pub fn from_net(net: &Net) -> RawTower {
+    let nf = net
+        .format
+        .as_ref()
+        .unwrap()
+        .network_format
+        .as_ref()
+        .unwrap();
+    let w = net.weights.as_ref().unwrap();
+    let input = raw_conv(w.input.as_ref().unwrap(), 112, 3);
+    let c = input.outputs;
+    let blocks = w
+        .residual
+        .iter()
+        .map(|r| RawBlock {
+            conv1: raw_conv(r.conv1.as_ref().unwrap(), c, 3),
+            conv2: raw_conv(r.conv2.as_ref().unwrap(), c, 3),
+            se: r
+                .se
+                .as_ref()
+                .map(|se| (raw_dense(&se.w1, &se.b1), raw_dense(&se.w2, &se.b2))),
+        })
+        .collect();
+    let policy = if nf.policy == Some(PolicyFormat::PolicyConvolution as i32) {
+        RawPolicy::Convolution(
+            raw_conv(w.policy1.as_ref().unwrap(), c, 3),
+            raw_conv(w.policy.as_ref().unwrap(), c, 3),
+        )
+    } else {
+        RawPolicy::Classical(
+            raw_conv(w.policy.as_ref().unwrap(), c, 1),
+            raw_dense(&w.ip_pol_w, &w.ip_pol_b),
+        )
+    };
+    let value = (
+        raw_conv(w.value.as_ref().unwrap(), c, 1),
+        raw_dense(&w.ip1_val_w, &w.ip1_val_b),
+        raw_dense(&w.ip2_val_w, &w.ip2_val_b),
+    );
+    let moves_left = (nf.moves_left == Some(MovesLeftFormat::MovesLeftV1 as i32)).then(|| {
+        (
+            raw_conv(w.moves_left.as_ref().unwrap(), c, 1),
+            raw_dense(&w.ip1_mov_w, &w.ip1_mov_b),
+            raw_dense(&w.ip2_mov_w, &w.ip2_mov_b),
+        )
+    });
+    RawTower {
+        mish: nf.default_activation == Some(DefaultActivation::Mish as i32),
+        wdl: nf.value == Some(ValueFormat::ValueWdl as i32),
+        input,
+        blocks,
+        policy,
+        value,
+        moves_left,
+    }
+}
