@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lc0rs::backend::{BACKEND_NAMES, DEFAULT_POLICY_TEMPERATURE, create_backend};
 use lc0rs::chess::{HistoryFill, PositionHistory};
 use lc0rs::evaluate::evaluate_positions;
-use lc0rs::netgen::PRESET_NAMES;
+use lc0rs::netgen::all_preset_names;
 use lc0rs::netsource::{NetSource, write_preset};
 use lc0rs::weights::codec::LayerEncoding;
 use lc0rs::weights::summary::Summary;
@@ -41,7 +41,7 @@ enum Command {
     /// Write a valid lc0 network with deterministic random weights.
     GenNet {
         /// Architecture to generate.
-        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(PRESET_NAMES))]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(all_preset_names()))]
         preset: String,
         /// Random seed; the same seed gives the same weights.
         #[arg(long, default_value_t = lc0rs::netsource::PRESET_SEED)]

@@ -219,3 +219,41 @@ fn towers_have_only_lc0s_default_head_names() {
     let error = create_backend("cpu", model, "value_head=q").err().unwrap();
     assert_mentions(&error.to_string(), &["\"q\"", "winner"]);
 }
+
+#[test]
+fn generated_towers_round_trip_exactly_and_match_the_naive_pass() {
+    use lc0rs::netgen::{generate_tower, tower_preset};
+    use lc0rs::weights::codec::LayerEncoding;
+    use lc0rs::weights::tower_export::tower_to_proto;
+    let tower = generate_tower(&tower_preset("tiny-se").unwrap(), 3);
+    let net = tower_to_proto(&tower, LayerEncoding::Float32);
+    assert_eq!(load(&net), Model::Residual(tower.clone()));
+
+    let raw = common::tower::from_net(&net);
+    let backend = create_backend("cpu", tower, "").unwrap();
+    let inputs = random_positions(3, 21);
+    let out = backend.evaluate(&inputs).unwrap();
+    let keys = move_keys();
+    for (i, planes) in inputs.iter().enumerate() {
+        let want = naive_forward(&raw, planes, &keys);
+        assert!((out.q[i] as f64 - want.q).abs() < 2e-5);
+        assert!((out.m[i] as f64 - want.m).abs() < 2e-5 * want.m.abs().max(1.0));
+        for (&got, &w) in out.policy_of(i).iter().zip(&want.policy) {
+            assert!((got as f64 - w).abs() < 2e-5 * w.abs().max(1.0));
+        }
+    }
+}
+
+#[test]
+fn tower_presets_have_their_published_shapes() {
+    use lc0rs::netgen::tower_preset;
+    let t78 = tower_preset("t78").unwrap();
+    assert_eq!(
+        (t78.blocks, t78.filters, t78.se_channels),
+        (40, 512, Some(32))
+    );
+    assert!(t78.format.wdl && t78.format.moves_left);
+    let tiny = tower_preset("tiny-se").unwrap();
+    assert!(tiny.se_channels.is_some() && tiny.format.moves_left);
+    assert!(tower_preset("t79").is_none());
+}

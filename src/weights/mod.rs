@@ -14,6 +14,7 @@ pub mod network;
 mod residual;
 pub mod summary;
 pub mod tower;
+pub mod tower_export;
 pub mod tower_summary;
 
 pub mod proto {
