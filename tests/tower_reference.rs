@@ -257,3 +257,15 @@ fn tower_presets_have_their_published_shapes() {
     assert!(tiny.se_channels.is_some() && tiny.format.moves_left);
     assert!(tower_preset("t79").is_none());
 }
+
+#[test]
+fn gpu_backends_refuse_towers_by_name() {
+    let net = to_net(
+        &raw_tower(&SE, 17),
+        NetworkStructure::NetworkSeWithHeadformat,
+    );
+    for backend in ["cuda-fp16", "rocm-fp16"] {
+        let error = create_backend(backend, load(&net), "").err().unwrap();
+        assert_mentions(&error.to_string(), &[backend, "residual-tower", "cpu"]);
+    }
+}
