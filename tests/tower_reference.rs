@@ -269,3 +269,21 @@ fn gpu_backends_refuse_towers_by_name() {
         assert_mentions(&error.to_string(), &[backend, "residual-tower", "cpu"]);
     }
 }
+
+#[test]
+fn profiling_a_tower_times_each_block() {
+    let net = to_net(
+        &raw_tower(&SE, 18),
+        NetworkStructure::NetworkSeWithHeadformat,
+    );
+    let backend = create_backend("cpu", load(&net), "profile=true").unwrap();
+    backend.evaluate(&random_positions(2, 18)).unwrap();
+    let report = backend.profile_report().unwrap();
+    let ops = &report.passes[0].ops;
+    let blocks: Vec<_> = ops.iter().filter(|o| o.op == "residual block").collect();
+    assert_eq!(blocks.len(), SE.blocks);
+    // Two 3×3 convolutions of 8 → 8 channels over 2 positions: 2 · 2·64 · 8·8·9 multiply-adds.
+    assert_eq!(blocks[0].flops, 2 * 2 * (2 * 64) * (8 * 8 * 9));
+    assert!(ops.iter().any(|o| o.op == "input conv"));
+    assert!(ops.iter().any(|o| o.op == "policy head"));
+}

@@ -38,7 +38,7 @@ impl OpRecorder {
         }
     }
 
-    fn run<T>(
+    pub(super) fn run<T>(
         &mut self,
         op: &'static str,
         layer: Option<usize>,

@@ -111,18 +111,13 @@ impl Backend for CpuBackend {
         if batch.is_empty() {
             return Ok(BatchOutput::default());
         }
-        let network = match &self.network {
-            Model::Attention(network) => network,
-            Model::Residual(tower) => {
-                return Ok(self
-                    .pool
-                    .install(|| residual::forward(tower, batch, self.moves_left)));
-            }
-        };
         let mut ops = forward::OpRecorder::new(batch.len(), self.profile.is_some());
-        let out = self
-            .pool
-            .install(|| forward::forward(network, batch, self.moves_left, &mut ops));
+        let out = self.pool.install(|| match &self.network {
+            Model::Attention(network) => {
+                forward::forward(network, batch, self.moves_left, &mut ops)
+            }
+            Model::Residual(tower) => residual::forward(tower, batch, self.moves_left, &mut ops),
+        });
         if let (Some(passes), Some(pass)) = (&self.profile, ops.finish()) {
             passes.lock().unwrap_or_else(|e| e.into_inner()).push(pass);
         }

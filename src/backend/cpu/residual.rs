@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use super::forward::attention_policy;
+use super::forward::{OpRecorder, attention_policy};
 use super::math::{activate, activate_all, dense, matmul_transposed, parallelism, softmax};
 use crate::backend::BatchOutput;
 use crate::chess::InputPlanes;
@@ -18,27 +18,53 @@ use crate::weights::tower::{
 
 const SQUARES: usize = 64;
 
-/// Evaluates `inputs`; `with_moves_left` false reports M = 0.
-pub fn forward(net: &TowerNetwork, inputs: &[InputPlanes], with_moves_left: bool) -> BatchOutput {
+/// Evaluates `inputs`; `with_moves_left` false reports M = 0. Each operation goes through
+/// `ops` (tracing span, and host-clock timing when profiling).
+pub fn forward(
+    net: &TowerNetwork,
+    inputs: &[InputPlanes],
+    with_moves_left: bool,
+    ops: &mut OpRecorder,
+) -> BatchOutput {
     let n = inputs.len();
     let _pass =
         tracing::trace_span!("forward", backend = "cpu", body = "tower", batch = n).entered();
     let act = net.format.default_activation;
-    let mut x = convolve(&input_planes(inputs), n, &net.input);
-    activate_all(act, &mut x);
-    for block in &net.blocks {
-        x = residual_block(block, x, n, act);
+    let mut x = ops.run("input conv", None, conv_cost(n, &net.input), || {
+        let mut x = convolve(&input_planes(inputs), n, &net.input);
+        activate_all(act, &mut x);
+        x
+    });
+    for (i, block) in net.blocks.iter().enumerate() {
+        let (flops, bytes) = conv_cost(n, &block.conv1);
+        x = ops.run("residual block", Some(i), (2 * flops, 2 * bytes), || {
+            residual_block(block, x, n, act)
+        });
     }
-    let (q, d) = value_head(net, &x, n);
-    let m = match (&net.moves_left, with_moves_left) {
-        (Some(head), true) => conv_head(head, &x, n, act)
-            .into_iter()
-            .map(|v| activate(Activation::Relu, v))
-            .collect(),
-        _ => vec![0.0; n],
-    };
-    let policy = policy_head(net, &x, n);
+    let (q, d, m) = ops.run("value+mlh heads", None, (0, 0), || {
+        let (q, d) = value_head(net, &x, n);
+        let m = match (&net.moves_left, with_moves_left) {
+            (Some(head), true) => conv_head(head, &x, n, act)
+                .into_iter()
+                .map(|v| activate(Activation::Relu, v))
+                .collect(),
+            _ => vec![0.0; n],
+        };
+        (q, d, m)
+    });
+    let policy = ops.run("policy head", None, (0, 0), || policy_head(net, &x, n));
     BatchOutput { q, d, m, policy }
+}
+
+/// FLOPs and f32 bytes (inputs, weights, outputs once) of one convolution over `n` positions.
+fn conv_cost(n: usize, conv: &Conv) -> (u64, u64) {
+    let positions = (n * SQUARES) as u64;
+    let weights = conv.weights.len() as u64;
+    let (inputs, outputs) = (conv.inputs as u64, conv.outputs as u64);
+    (
+        2 * positions * weights,
+        4 * (positions * (inputs + outputs) + weights),
+    )
 }
 
 /// The dense input planes `[n][112][64]`.
