@@ -9,11 +9,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lc0rs::backend::{BACKEND_NAMES, DEFAULT_POLICY_TEMPERATURE, create_backend};
 use lc0rs::chess::{HistoryFill, PositionHistory};
 use lc0rs::evaluate::evaluate_positions;
-use lc0rs::netgen::PRESET_NAMES;
+use lc0rs::netgen::all_preset_names;
 use lc0rs::netsource::{NetSource, write_preset};
-use lc0rs::weights::LoadOptions;
 use lc0rs::weights::codec::LayerEncoding;
 use lc0rs::weights::summary::Summary;
+use lc0rs::weights::tower_summary::TowerSummary;
+use lc0rs::weights::{LoadOptions, Model};
 
 #[derive(Parser)]
 #[command(
@@ -40,7 +41,7 @@ enum Command {
     /// Write a valid lc0 network with deterministic random weights.
     GenNet {
         /// Architecture to generate.
-        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(PRESET_NAMES))]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(all_preset_names()))]
         preset: String,
         /// Random seed; the same seed gives the same weights.
         #[arg(long, default_value_t = lc0rs::netsource::PRESET_SEED)]
@@ -168,7 +169,7 @@ impl NetArgs {
             .unwrap_or_else(|| lc0rs::backend::best_backend_name().to_owned())
     }
 
-    fn network(&self) -> Result<lc0rs::weights::Network> {
+    fn network(&self) -> Result<lc0rs::weights::Model> {
         let source = NetSource::parse(self.weights.as_deref())?;
         let name = source.display_name();
         let (network, _) = source
@@ -363,12 +364,17 @@ fn info(spec: Option<&str>, json: bool) -> Result<()> {
             &mut byte_progress(format!("generating {name}")),
         )
         .with_context(|| format!("loading {name}"))?;
-    let summary = Summary::new(&name, &network, &file_info);
-    if json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        println!("{}", summary.to_text());
-    }
+    let (json_text, text) = match &network {
+        Model::Attention(network) => {
+            let summary = Summary::new(&name, network, &file_info);
+            (serde_json::to_string_pretty(&summary)?, summary.to_text())
+        }
+        Model::Residual(tower) => {
+            let summary = TowerSummary::new(&name, tower, &file_info);
+            (serde_json::to_string_pretty(&summary)?, summary.to_text())
+        }
+    };
+    println!("{}", if json { json_text } else { text });
     Ok(())
 }
 

@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::netgen::{self, PRESET_NAMES};
+use crate::netgen::{self, all_preset_names};
 use crate::weights::codec::LayerEncoding;
 use crate::weights::export::{to_proto, write_net_file};
-use crate::weights::{self, FileInfo, LoadOptions, Network, WeightsError};
+use crate::weights::tower_export::tower_to_proto;
+use crate::weights::{self, FileInfo, LoadOptions, Model, WeightsError};
 
 /// The networks shipped in `weights/`, built from `gen-net` (see `weights/README.md`).
 pub const BUNDLED: [(&str, &[u8]); 2] = [
@@ -34,12 +35,13 @@ impl NetSource {
             return Ok(Self::Bundled(BUNDLED[0].0));
         };
         if let Some(name) = spec.strip_prefix("preset:") {
-            return match netgen::preset(name) {
-                Some(_) => Ok(Self::Preset(name.to_owned())),
-                None => Err(usage(format!(
+            return if all_preset_names().contains(&name) {
+                Ok(Self::Preset(name.to_owned()))
+            } else {
+                Err(usage(format!(
                     "unknown preset {name:?} in -w {spec:?}; presets: {}",
-                    PRESET_NAMES.join(", ")
-                ))),
+                    all_preset_names().join(", ")
+                )))
             };
         }
         if let Some(name) = spec.strip_prefix("bundled:") {
@@ -73,7 +75,7 @@ impl NetSource {
         &self,
         options: &LoadOptions,
         progress: &mut dyn FnMut(u64, u64),
-    ) -> Result<(Network, FileInfo), WeightsError> {
+    ) -> Result<(Model, FileInfo), WeightsError> {
         match self {
             Self::Bundled(name) => {
                 let bytes = BUNDLED
@@ -81,13 +83,13 @@ impl NetSource {
                     .find(|(n, _)| n == name)
                     .expect("parsed name")
                     .1;
-                weights::load_bytes(bytes, &self.display_name(), options)
+                weights::load_model_bytes(bytes, &self.display_name(), options)
             }
             Self::Preset(name) => {
                 let path = ensure_preset_file(name, progress)?;
-                weights::load_file_with_info(&path, options)
+                weights::load_model_file_with_info(&path, options)
             }
-            Self::File(path) => weights::load_file_with_info(path, options),
+            Self::File(path) => weights::load_model_file_with_info(path, options),
         }
     }
 }
@@ -132,21 +134,29 @@ pub fn ensure_preset_file(
     Ok(path)
 }
 
-/// Generates preset `name` with `seed` and writes it to `path` in `encoding`.
+/// Generates preset `name` (attention body or residual tower) with `seed` and writes it to
+/// `path` in `encoding`.
 pub fn write_preset(
     name: &str,
     seed: u64,
     encoding: LayerEncoding,
     path: &Path,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<Network, WeightsError> {
-    let arch = netgen::preset(name).ok_or_else(|| {
-        usage(format!(
+) -> Result<Model, WeightsError> {
+    let (model, net) = if let Some(arch) = netgen::preset(name) {
+        let network = netgen::generate(&arch, seed);
+        let net = to_proto(&network, encoding);
+        (Model::Attention(network), net)
+    } else if let Some(arch) = netgen::tower_preset(name) {
+        let tower = netgen::generate_tower(&arch, seed);
+        let net = tower_to_proto(&tower, encoding);
+        (Model::Residual(tower), net)
+    } else {
+        return Err(usage(format!(
             "unknown preset {name:?}; presets: {}",
-            PRESET_NAMES.join(", ")
-        ))
-    })?;
-    let network = netgen::generate(&arch, seed);
-    write_net_file(&to_proto(&network, encoding), path, progress)?;
-    Ok(network)
+            all_preset_names().join(", ")
+        )));
+    };
+    write_net_file(&net, path, progress)?;
+    Ok(model)
 }

@@ -367,6 +367,7 @@ fn compare(net_name: &str, options: &str, policy_head: &str, value_head: &str) {
         .unwrap()
         .load(&LoadOptions::default(), &mut |_, _| {})
         .unwrap();
+    let net = net.into_attention().expect("an attention-body network");
     compare_network(net, net_name, options, policy_head, value_head);
 }
 

@@ -169,10 +169,10 @@ fn unsupported_networks() {
     };
     assert_mentions(&error_of(&net), &["ONNX"]);
 
-    // No network format: lc0 treats it as a classical residual network.
+    // No network format: lc0 treats it as a classical residual network, which this one lacks.
     let mut net = tiny_proto();
     net.format.as_mut().unwrap().network_format = None;
-    assert_mentions(&error_of(&net), &["unsupported", "attention-body"]);
+    assert_mentions(&error_of(&net), &["weights.residual", "at least one block"]);
 
     let mut net = tiny_proto();
     net.format

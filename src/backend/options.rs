@@ -86,6 +86,22 @@ impl BackendOptions {
             })
     }
 
+    /// Takes `policy_head` / `value_head` for a residual-tower network, which has only lc0's
+    /// "vanilla" and "winner" heads.
+    pub fn check_tower_heads(&self, backend: &str) -> Result<(), BackendError> {
+        use crate::weights::tower::{POLICY_HEAD_NAME, TowerNetwork, VALUE_HEAD_NAME};
+        let policy = self.get::<String>(backend, "policy_head")?;
+        let value = self.get::<String>(backend, "value_head")?;
+        TowerNetwork::check_heads(
+            policy.as_deref().unwrap_or(POLICY_HEAD_NAME),
+            value.as_deref().unwrap_or(VALUE_HEAD_NAME),
+        )
+        .map_err(|error| BackendError::Network {
+            backend: backend.to_owned(),
+            error,
+        })
+    }
+
     /// Fails on any option the backend did not take.
     pub fn finish(&self, backend: &str) -> Result<(), BackendError> {
         let taken = self.taken.borrow();

@@ -2,7 +2,7 @@
 
 use super::cpu::CpuBackend;
 use super::{Backend, BackendError, BackendOptions};
-use crate::weights::Network;
+use crate::weights::Model;
 
 /// The backends this build can create. `rocm` and lc0's names for its AMD backend (`hip`,
 /// `hip-fp16`, `hip-auto`, which users coming from lc0 type) are the same fp16 ROCm backend as
@@ -32,19 +32,37 @@ pub fn best_backend_name() -> &'static str {
 }
 
 /// Creates backend `name` for `network` with lc0-style `options` (`key=value,...`).
+/// Residual-tower networks run on `cpu` only so far.
 pub fn create_backend(
     name: &str,
-    network: Network,
+    network: impl Into<Model>,
     options: &str,
 ) -> Result<Box<dyn Backend>, BackendError> {
     let options = BackendOptions::parse(options)?;
+    let network = network.into();
+    let gpu_network = |network: Model| match network {
+        Model::Attention(network) => Ok(network),
+        Model::Residual(_) => Err(BackendError::UnsupportedNetwork {
+            backend: name.to_owned(),
+            what: "residual-tower (convolutional) networks run on the cpu backend only so far"
+                .to_owned(),
+        }),
+    };
     let backend: Box<dyn Backend> = match name {
         "cpu" => Box::new(CpuBackend::new(network, &options)?),
-        "cuda-fp16" => Box::new(super::gpu::create_cuda(name, network, &options)?),
-        "rocm-fp16" | "rocm" | "hip" | "hip-fp16" | "hip-auto" => {
-            Box::new(super::gpu::create_rocm(name, network, &options)?)
-        }
-        "hip-emu" => Box::new(super::gpu::create_hip_emu(name, network, &options)?),
+        "cuda-fp16" => Box::new(super::gpu::create_cuda(
+            name,
+            gpu_network(network)?,
+            &options,
+        )?),
+        "rocm-fp16" | "rocm" | "hip" | "hip-fp16" | "hip-auto" => Box::new(
+            super::gpu::create_rocm(name, gpu_network(network)?, &options)?,
+        ),
+        "hip-emu" => Box::new(super::gpu::create_hip_emu(
+            name,
+            gpu_network(network)?,
+            &options,
+        )?),
         _ => {
             return Err(BackendError::UnknownBackend {
                 name: name.to_owned(),

@@ -4,6 +4,7 @@
 //! (lc0-network.md §2).
 
 pub mod castling;
+pub mod conv_policy_map;
 pub mod encoder;
 pub mod fen;
 pub mod history;

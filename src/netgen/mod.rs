@@ -7,12 +7,14 @@
 //! final ReLU does not zero half of the positions.
 
 mod presets;
+mod tower;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
 pub use presets::{Architecture, PRESET_NAMES, preset};
+pub use tower::{TOWER_PRESET_NAMES, TowerArchitecture, generate_tower, tower_preset};
 
 use crate::weights::format::InputEmbedding;
 use crate::weights::network::{
@@ -20,6 +22,11 @@ use crate::weights::network::{
     MovesLeftHead, Named, Network, PolicyHead, Smolgen, ValueHead, residual_alpha,
 };
 use crate::weights::{INPUT_PLANES, SQUARES};
+
+/// Every preset name: the attention bodies, then the residual towers.
+pub fn all_preset_names() -> Vec<&'static str> {
+    PRESET_NAMES.into_iter().chain(TOWER_PRESET_NAMES).collect()
+}
 
 /// Standard deviation of biases and of the jitter on gammas, betas and gates.
 const SMALL: f32 = 0.02;

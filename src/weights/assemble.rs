@@ -7,6 +7,7 @@ use super::container::{Version, min_version};
 use super::error::WeightsError;
 use super::fixups::fix_older_weights_file;
 use super::format::{Activation, HeadLayout, InputEmbedding, InputFormat, NetFormat};
+use super::model::Model;
 use super::network::{
     Dense, DenseEmbeddingParts, Dims, Embedding, EncoderLayer, Ffn, InputGating, LayerNorm,
     MovesLeftHead, Named, Network, PolicyHead, Smolgen, SmolgenDims, ValueHead, residual_alpha,
@@ -54,12 +55,12 @@ pub struct FileInfo {
     pub layer_encodings: Vec<LayerEncoding>,
 }
 
-/// Applies lc0's fix-ups and turns the message into a validated network.
+/// Applies lc0's fix-ups and turns the message into a validated network of either body.
 pub fn assemble(
     mut net: Net,
     file: &str,
     options: &LoadOptions,
-) -> Result<(Network, FileInfo), WeightsError> {
+) -> Result<(Model, FileInfo), WeightsError> {
     if net.weights.is_none() {
         return Err(WeightsError::Field {
             file: file.to_owned(),
@@ -78,8 +79,12 @@ pub fn assemble(
         file,
         encodings: Default::default(),
     };
-    let format = reader.net_format(&nf, weights)?;
-    reader.check_supported_body(weights)?;
+    let format = reader.net_format(&nf)?;
+    if is_residual_tower(&nf) {
+        let tower = super::residual::assemble_tower(&reader, &nf, weights, format, options)?;
+        return Ok((Model::Residual(tower), reader.file_info(&net)));
+    }
+    reader.check_supported_body(&nf, weights)?;
     let embedding = reader.embedding(weights, &format)?;
     let e = embedding.dense.outputs;
     let (encoders, smolgen_weight_gen) = reader.encoders(weights, &format, e)?;
@@ -96,14 +101,7 @@ pub fn assemble(
         moves_left.as_ref(),
         weights.headcount() as usize,
     );
-    let info = FileInfo {
-        min_version: min_version(&net),
-        license: net.license.clone(),
-        layer_encodings: reader
-            .encodings
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner()),
-    };
+    let info = reader.file_info(&net);
     let network = Network {
         format,
         dims,
@@ -124,7 +122,16 @@ pub fn assemble(
             file: file.to_owned(),
             error,
         })?;
-    Ok((network, info))
+    Ok((Model::Attention(network), info))
+}
+
+/// Whether the (fixed-up) structure is a residual tower: classical or SE, with head formats.
+fn is_residual_tower(nf: &NetworkFormat) -> bool {
+    matches!(
+        nf.network(),
+        NetworkStructure::NetworkClassicalWithHeadformat
+            | NetworkStructure::NetworkSeWithHeadformat
+    )
 }
 
 /// The body's dimensions (head sizes are read from the selected heads themselves).
@@ -163,20 +170,20 @@ fn pe_map_width(embedding: &Embedding) -> usize {
     }
 }
 
-fn join(base: &str, name: &str) -> String {
+pub(super) fn join(base: &str, name: &str) -> String {
     format!("{base}.{name}")
 }
 
 /// Reads layers of one file, turning every problem into an error that names file and field.
-struct Reader<'a> {
-    file: &'a str,
+pub(super) struct Reader<'a> {
+    pub(super) file: &'a str,
     /// The encodings of the layers read so far (for `lc0rs info`); shared by the threads that
     /// decode encoder layers.
     encodings: std::sync::Mutex<Vec<LayerEncoding>>,
 }
 
 impl Reader<'_> {
-    fn field_error(&self, field: &str, problem: impl Into<String>) -> WeightsError {
+    pub(super) fn field_error(&self, field: &str, problem: impl Into<String>) -> WeightsError {
         WeightsError::Field {
             file: self.file.to_owned(),
             field: field.to_owned(),
@@ -184,7 +191,7 @@ impl Reader<'_> {
         }
     }
 
-    fn unsupported(&self, what: impl Into<String>) -> WeightsError {
+    pub(super) fn unsupported(&self, what: impl Into<String>) -> WeightsError {
         WeightsError::Unsupported {
             file: self.file.to_owned(),
             what: what.into(),
@@ -192,7 +199,7 @@ impl Reader<'_> {
     }
 
     /// Reads a raw protobuf enum value, refusing values the schema does not know.
-    fn enum_value<E>(&self, field: &str, raw: Option<i32>) -> Result<E, WeightsError>
+    pub(super) fn enum_value<E>(&self, field: &str, raw: Option<i32>) -> Result<E, WeightsError>
     where
         E: TryFrom<i32> + Default,
     {
@@ -204,7 +211,7 @@ impl Reader<'_> {
         }
     }
 
-    fn net_format(&self, nf: &NetworkFormat, weights: &Weights) -> Result<NetFormat, WeightsError> {
+    fn net_format(&self, nf: &NetworkFormat) -> Result<NetFormat, WeightsError> {
         const F: &str = "format.network_format";
         let structure: NetworkStructure = self.enum_value(&join(F, "network"), nf.network)?;
         let head_layout = match structure {
@@ -213,28 +220,15 @@ impl Reader<'_> {
             NetworkStructure::NetworkOnnx => {
                 return Err(self.unsupported("ONNX networks; lc0rs reads lc0's own weights format"));
             }
+            NetworkStructure::NetworkClassicalWithHeadformat
+            | NetworkStructure::NetworkSeWithHeadformat => HeadLayout::Single,
             other => {
-                let kind = if weights.encoder.is_empty() {
-                    "residual-tower (convolutional)"
-                } else {
-                    "this"
-                };
-                return Err(self.unsupported(format!(
-                    "{kind} network structure {}; lc0rs runs attention-body networks only",
-                    other.as_str_name()
-                )));
+                return Err(self.unsupported(format!("network structure {}", other.as_str_name())));
             }
         };
         let input: ProtoInput = self.enum_value(&join(F, "input"), nf.input)?;
         let input = InputFormat::from_proto(input)
             .ok_or_else(|| self.field_error(&join(F, "input"), "input format is unknown (0)"))?;
-        let policy: PolicyFormat = self.enum_value(&join(F, "policy"), nf.policy)?;
-        if policy != PolicyFormat::PolicyAttention {
-            return Err(self.unsupported(format!(
-                "policy format {}; lc0rs supports attention policy only",
-                policy.as_str_name()
-            )));
-        }
         let wdl = match self.enum_value(&join(F, "value"), nf.value)? {
             ValueFormat::ValueWdl => true,
             ValueFormat::ValueClassical => false,
@@ -274,7 +268,18 @@ impl Reader<'_> {
         })
     }
 
-    fn check_supported_body(&self, weights: &Weights) -> Result<(), WeightsError> {
+    fn check_supported_body(
+        &self,
+        nf: &NetworkFormat,
+        weights: &Weights,
+    ) -> Result<(), WeightsError> {
+        let policy: PolicyFormat = self.enum_value("format.network_format.policy", nf.policy)?;
+        if policy != PolicyFormat::PolicyAttention {
+            return Err(self.unsupported(format!(
+                "policy format {} over an attention body; lc0 runs attention policy only there",
+                policy.as_str_name()
+            )));
+        }
         if !weights.residual.is_empty() {
             return Err(self.unsupported(format!(
                 "a residual tower ({} blocks in weights.residual); lc0rs runs attention bodies without one",
@@ -295,6 +300,18 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// What the file says about itself, with the encodings of the layers read.
+    fn file_info(self, net: &Net) -> FileInfo {
+        FileInfo {
+            min_version: min_version(net),
+            license: net.license.clone(),
+            layer_encodings: self
+                .encodings
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+
     fn present<'l>(
         &self,
         field: &str,
@@ -306,7 +323,7 @@ impl Reader<'_> {
     }
 
     /// The element count of a layer that must be present and non-empty.
-    fn len(&self, field: &str, layer: Option<&Layer>) -> Result<usize, WeightsError> {
+    pub(super) fn len(&self, field: &str, layer: Option<&Layer>) -> Result<usize, WeightsError> {
         let layer = self.present(field, layer)?;
         element_count(layer).map_err(|error| WeightsError::Layer {
             file: self.file.to_owned(),
@@ -316,7 +333,7 @@ impl Reader<'_> {
     }
 
     /// Decodes a layer that must hold exactly `expected` values (`shape` describes them).
-    fn tensor(
+    pub(super) fn tensor(
         &self,
         field: &str,
         layer: Option<&Layer>,
@@ -347,7 +364,7 @@ impl Reader<'_> {
         Ok(values)
     }
 
-    fn vector(
+    pub(super) fn vector(
         &self,
         field: &str,
         layer: Option<&Layer>,
@@ -356,7 +373,7 @@ impl Reader<'_> {
         self.tensor(field, layer, len, &|| format!("[{len}]"))
     }
 
-    fn matrix(
+    pub(super) fn matrix(
         &self,
         field: &str,
         layer: Option<&Layer>,
@@ -370,7 +387,7 @@ impl Reader<'_> {
 
     /// A dense layer `base.{w}` / `base.{b}` with the given output and input sizes.
     #[allow(clippy::too_many_arguments)]
-    fn dense(
+    pub(super) fn dense(
         &self,
         base: &str,
         (w_name, w): (&str, Option<&Layer>),
@@ -387,7 +404,7 @@ impl Reader<'_> {
     }
 
     /// A dense layer whose output size is its bias length (how lc0 derives it).
-    fn dense_sized_by_bias(
+    pub(super) fn dense_sized_by_bias(
         &self,
         base: &str,
         w: (&str, Option<&Layer>),
@@ -807,7 +824,7 @@ impl Reader<'_> {
         Ok(list)
     }
 
-    fn policy_head(
+    pub(super) fn policy_head(
         &self,
         base: &str,
         h: &pw::PolicyHead,

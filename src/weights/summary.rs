@@ -147,7 +147,7 @@ impl Summary {
     }
 }
 
-fn group_thousands(n: u64) -> String {
+pub(super) fn group_thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

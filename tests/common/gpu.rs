@@ -12,6 +12,8 @@ pub fn bundled(name: &str) -> Network {
         .load(&LoadOptions::default(), &mut |_, _| {})
         .unwrap()
         .0
+        .into_attention()
+        .expect("an attention-body network")
 }
 
 /// `backend` with each of `option_sets` against the cpu oracle on 100 random positions, at

@@ -3,6 +3,8 @@
 
 pub mod gpu;
 pub mod kernels;
+pub mod naive_tower;
+pub mod tower;
 
 use lc0rs::weights::network::{Dense, LayerNorm, Network};
 

@@ -15,7 +15,8 @@ use crate::chess::policy_index::{
 };
 use crate::chess::{InputPlanes, encoder::INPUT_PLANES};
 use crate::profile::{OpTiming, PassProfile, PassTiming};
-use crate::weights::network::{Dense, EncoderLayer, Network, Smolgen};
+use crate::weights::format::Activation;
+use crate::weights::network::{Dense, EncoderLayer, Network, PolicyHead, Smolgen};
 
 const SQUARES: usize = 64;
 /// Piece planes of the current board, the input of PE_DENSE's preprocessing.
@@ -38,7 +39,7 @@ impl OpRecorder {
         }
     }
 
-    fn run<T>(
+    pub(super) fn run<T>(
         &mut self,
         op: &'static str,
         layer: Option<usize>,
@@ -358,12 +359,21 @@ fn attention(
     ctx
 }
 
-/// The attention policy: from-to logits, promotion logits, mapped to lc0's 1858 moves.
 fn policy_head(net: &Network, x: &[f32], n: usize) -> Vec<f32> {
-    let head = net.policy();
+    attention_policy(net.policy(), net.format.default_activation, x, n)
+}
+
+/// The attention policy over tokens `x[n·64][width]`: embedding then `activation`, from-to
+/// logits, promotion logits, mapped to lc0's 1858 moves.
+pub(super) fn attention_policy(
+    head: &PolicyHead,
+    activation: Activation,
+    x: &[f32],
+    n: usize,
+) -> Vec<f32> {
     let rows = n * SQUARES;
     let mut p = dense(x, rows, &head.embedding);
-    activate_all(net.format.default_activation, &mut p);
+    activate_all(activation, &mut p);
     let queries = dense(&p, rows, &head.query);
     let keys = dense(&p, rows, &head.key);
     let dp = head.query.outputs;
@@ -464,6 +474,6 @@ fn moves_left_head(net: &Network, x: &[f32], n: usize) -> Vec<f32> {
     let head = net.moves_left.as_ref().expect("checked by the caller");
     let out = flattened_head(net, x, n, &head.embedding, &head.hidden, &head.output);
     out.into_iter()
-        .map(|v| activate(crate::weights::format::Activation::Relu, v))
+        .map(|v| activate(Activation::Relu, v))
         .collect()
 }

@@ -2,13 +2,14 @@
 
 mod forward;
 mod math;
+mod residual;
 
 use std::sync::Mutex;
 
 use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput, ProfileReport};
 use crate::chess::InputPlanes;
 use crate::profile::PassProfile;
-use crate::weights::Network;
+use crate::weights::Model;
 use crate::weights::format::InputFormat;
 
 const NAME: &str = "cpu";
@@ -19,7 +20,7 @@ const DEFAULT_MAX_BATCH: usize = 1024;
 /// `policy_head` ("vanilla"), `value_head` ("winner"), `mlh` (true), `profile` (false: time
 /// every operation with the host clock).
 pub struct CpuBackend {
-    network: Network,
+    network: Model,
     pool: rayon::ThreadPool,
     max_batch: usize,
     moves_left: bool,
@@ -28,7 +29,8 @@ pub struct CpuBackend {
 }
 
 impl CpuBackend {
-    pub fn new(mut network: Network, options: &BackendOptions) -> Result<Self, BackendError> {
+    pub fn new(network: impl Into<Model>, options: &BackendOptions) -> Result<Self, BackendError> {
+        let mut network = network.into();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = options.get::<usize>(NAME, "threads")?.unwrap_or(cores);
         let max_batch = options
@@ -44,9 +46,17 @@ impl CpuBackend {
                 });
             }
         }
-        options.select_heads(NAME, &mut network)?;
-        let moves_left =
-            options.get::<bool>(NAME, "mlh")?.unwrap_or(true) && network.moves_left.is_some();
+        let has_moves_left = match &mut network {
+            Model::Attention(n) => {
+                options.select_heads(NAME, n)?;
+                n.moves_left.is_some()
+            }
+            Model::Residual(n) => {
+                options.check_tower_heads(NAME)?;
+                n.moves_left.is_some()
+            }
+        };
+        let moves_left = options.get::<bool>(NAME, "mlh")?.unwrap_or(true) && has_moves_left;
         let profile = options
             .get::<bool>(NAME, "profile")?
             .unwrap_or(false)
@@ -78,7 +88,7 @@ impl Backend for CpuBackend {
 
     fn attributes(&self) -> BackendAttributes {
         BackendAttributes {
-            has_wdl: self.network.format.wdl,
+            has_wdl: self.network.format().wdl,
             has_mlh: self.moves_left,
             runs_on_cpu: true,
             max_batch: self.max_batch,
@@ -87,7 +97,7 @@ impl Backend for CpuBackend {
     }
 
     fn input_format(&self) -> InputFormat {
-        self.network.format.input
+        self.network.format().input
     }
 
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
@@ -102,9 +112,12 @@ impl Backend for CpuBackend {
             return Ok(BatchOutput::default());
         }
         let mut ops = forward::OpRecorder::new(batch.len(), self.profile.is_some());
-        let out = self
-            .pool
-            .install(|| forward::forward(&self.network, batch, self.moves_left, &mut ops));
+        let out = self.pool.install(|| match &self.network {
+            Model::Attention(network) => {
+                forward::forward(network, batch, self.moves_left, &mut ops)
+            }
+            Model::Residual(tower) => residual::forward(tower, batch, self.moves_left, &mut ops),
+        });
         if let (Some(passes), Some(pass)) = (&self.profile, ops.finish()) {
             passes.lock().unwrap_or_else(|e| e.into_inner()).push(pass);
         }
@@ -129,8 +142,12 @@ impl Backend for CpuBackend {
     }
 
     fn layer_outputs(&self, batch: &[InputPlanes]) -> Result<Option<Vec<Vec<f32>>>, BackendError> {
-        Ok(Some(self.pool.install(|| {
-            forward::residual_streams(&self.network, batch)
-        })))
+        Ok(match &self.network {
+            Model::Attention(network) => Some(
+                self.pool
+                    .install(|| forward::residual_streams(network, batch)),
+            ),
+            Model::Residual(_) => None,
+        })
     }
 }
