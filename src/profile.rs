@@ -67,7 +67,7 @@ pub struct Peak {
 }
 
 /// Dense fp16 tensor-core and memory peaks by GPU name (vendor data sheets; the H200's fp16
-/// rate as measured on it with cuBLASLt, gpu-apis.md Part 2 §5 and issue 8).
+/// rate as measured on it with cuBLASLt, docs/performance.md).
 pub fn peak_for(device: &str) -> Option<Peak> {
     let table: [(&str, f64, f64, &str); 4] = [
         (

@@ -482,10 +482,11 @@ fn other_activations_and_scalar_value_match() {
 /// is an error naming that layer, never NaN or infinite outputs.
 #[test]
 fn an_overflowing_layer_is_named_instead_of_returning_nan() {
-    let (mut net, _) = NetSource::parse(None)
+    let (model, _) = NetSource::parse(None)
         .unwrap()
         .load(&LoadOptions::default(), &mut |_, _| {})
         .unwrap();
+    let mut net = model.into_attention().expect("an attention-body network");
     // 1e30 times activations of order 1 exceeds f32's range (3.4e38) once squared or summed.
     net.encoders[1].ffn.dense1.weights.fill(1e30);
     let backend = create_backend("cpu", net, "threads=1").unwrap();

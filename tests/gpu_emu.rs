@@ -5,7 +5,10 @@
 
 mod common;
 
-use common::gpu::{bundled, check_against_cpu, check_backend_against_cpu_on};
+use common::gpu::{
+    bundled, check_against_cpu, check_backend_against_cpu_on,
+    check_first_passes_right_after_creation,
+};
 use common::kernels;
 use lc0rs::gpu::GpuDevice;
 use lc0rs::gpu::emu::library::BuildConfig;
@@ -80,6 +83,16 @@ fn backend_matches_cpu_on_bundled_nets() {
             &[1, 7],
         );
     }
+}
+
+/// Evaluation right after creation, from two threads on two lanes (docs/gpu-ordering.md: why
+/// the weight upload cannot race the first pass).
+#[test]
+fn first_passes_right_after_creation_match_cpu() {
+    if emulated(64).is_none() {
+        return;
+    }
+    check_first_passes_right_after_creation("hip-emu", &bundled("bundled:tiny"), 2);
 }
 
 /// SiLU dense layers: hipBLASLt's SWISH_BIAS epilogue (ROCm 7), the bias epilogue plus our

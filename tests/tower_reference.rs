@@ -287,3 +287,22 @@ fn profiling_a_tower_times_each_block() {
     assert!(ops.iter().any(|o| o.op == "input conv"));
     assert!(ops.iter().any(|o| o.op == "policy head"));
 }
+
+/// Weights far outside any trained range overflow inside the block that holds them: the pass
+/// is an error naming that block, never NaN or infinite outputs.
+#[test]
+fn an_overflowing_block_is_named_instead_of_returning_nan() {
+    use lc0rs::netgen::{generate_tower, tower_preset};
+    let mut tower = generate_tower(&tower_preset("tiny-se").unwrap(), 3);
+    // 1e30 in both convolutions of the block: ~1e31 after the first, beyond f32's range
+    // (3.4e38) after the second.
+    tower.blocks[1].conv1.weights.fill(1e30);
+    tower.blocks[1].conv2.weights.fill(1e30);
+    let backend = create_backend("cpu", tower, "threads=1").unwrap();
+    let message = backend
+        .evaluate(&random_positions(3, 7))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("residual[1]"), "{message}");
+    assert!(message.contains("non-finite"), "{message}");
+}

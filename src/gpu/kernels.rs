@@ -65,7 +65,7 @@ pub fn cuda_kernel_names(arch: u32) -> Vec<&'static str> {
 
 /// The most rows `dense_rows` takes (`DENSE_ROWS_MAX` in hip/kernels.hip): dense layers with
 /// at most this many rows (per-position layers at batch ≤ 4) run there instead of in a GEMM.
-/// Measured on the H200 (T82): from 5 rows cuBLASLt is as fast or faster (session 3 records).
+/// Measured on the H200 (T82): from 5 rows cuBLASLt is as fast or faster (docs/log/2026-11-21.md).
 pub const DENSE_ROWS_MAX: usize = 4;
 
 /// How many warps of `dense_rows` share one output of a `k`-wide layer: enough that each lane
