@@ -779,17 +779,7 @@ impl Reader<'_> {
     /// the top-level fields. A head without its own embedding uses the shared one.
     fn policy_heads(&self, w: &Weights, e: usize) -> Result<Vec<Named<PolicyHead>>, WeightsError> {
         let Some(heads) = w.policy_heads.as_ref() else {
-            let top = pw::PolicyHead {
-                ip_pol_w: w.ip_pol_w.clone(),
-                ip_pol_b: w.ip_pol_b.clone(),
-                ip2_pol_w: w.ip2_pol_w.clone(),
-                ip2_pol_b: w.ip2_pol_b.clone(),
-                ip3_pol_w: w.ip3_pol_w.clone(),
-                ip3_pol_b: w.ip3_pol_b.clone(),
-                ip4_pol_w: w.ip4_pol_w.clone(),
-                pol_encoder: w.pol_encoder.clone(),
-                ..Default::default()
-            };
+            let top = top_level_policy(w);
             let head = self.policy_head("weights", &top, (None, None), e)?;
             return Ok(vec![Named {
                 name: "vanilla".to_owned(),
@@ -987,4 +977,20 @@ struct LayerShape {
     eps: f32,
     heads: usize,
     smolgen: Option<SmolgenDims>,
+}
+
+/// The policy head of a file that keeps it in the top-level fields (older attention nets and
+/// attention policy over a convolutional body), as one `PolicyHead` message.
+pub(super) fn top_level_policy(w: &Weights) -> pw::PolicyHead {
+    pw::PolicyHead {
+        ip_pol_w: w.ip_pol_w.clone(),
+        ip_pol_b: w.ip_pol_b.clone(),
+        ip2_pol_w: w.ip2_pol_w.clone(),
+        ip2_pol_b: w.ip2_pol_b.clone(),
+        ip3_pol_w: w.ip3_pol_w.clone(),
+        ip3_pol_b: w.ip3_pol_b.clone(),
+        ip4_pol_w: w.ip4_pol_w.clone(),
+        pol_encoder: w.pol_encoder.clone(),
+        ..Default::default()
+    }
 }

@@ -3,7 +3,7 @@
 //! derives every size from the data as lc0 does and folds batch norm into each convolution
 //! with lc0's epsilon (lc0-network.md §1.2, `Weights.ConvBlock`).
 
-use super::assemble::{LoadOptions, Reader, SQUARES, join};
+use super::assemble::{LoadOptions, Reader, SQUARES, join, top_level_policy};
 use super::error::WeightsError;
 use super::format::NetFormat;
 use super::network::Dense;
@@ -178,17 +178,7 @@ fn policy(
             Ok(TowerPolicy::Convolution { conv1, conv2 })
         }
         PolicyFormat::PolicyAttention => {
-            let top = pw::PolicyHead {
-                ip_pol_w: w.ip_pol_w.clone(),
-                ip_pol_b: w.ip_pol_b.clone(),
-                ip2_pol_w: w.ip2_pol_w.clone(),
-                ip2_pol_b: w.ip2_pol_b.clone(),
-                ip3_pol_w: w.ip3_pol_w.clone(),
-                ip3_pol_b: w.ip3_pol_b.clone(),
-                ip4_pol_w: w.ip4_pol_w.clone(),
-                pol_encoder: w.pol_encoder.clone(),
-                ..Default::default()
-            };
+            let top = top_level_policy(w);
             let head = reader.policy_head("weights", &top, (None, None), filters)?;
             Ok(TowerPolicy::Attention(head))
         }

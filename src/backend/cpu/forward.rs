@@ -453,11 +453,17 @@ fn flattened_head(
     dense(&h, n, output)
 }
 
-/// (Q, D) per position: softmax over W, D, L logits (Q = W − L), or tanh of one value.
+/// (Q, D) per position from the value head.
 fn value_head(net: &Network, x: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
     let head = net.value();
     let out = flattened_head(net, x, n, &head.embedding, &head.hidden, &head.output);
-    if net.format.wdl {
+    q_and_d(&out, net.format.wdl, n)
+}
+
+/// (Q, D) per position from a value head's output: softmax over W, D, L logits (Q = W − L),
+/// or tanh of one value (D = 0).
+pub(super) fn q_and_d(out: &[f32], wdl: bool, n: usize) -> (Vec<f32>, Vec<f32>) {
+    if wdl {
         out.chunks(3)
             .map(|wdl| {
                 let mut p = wdl.to_vec();

@@ -4,8 +4,8 @@
 
 use rayon::prelude::*;
 
-use super::forward::{OpRecorder, attention_policy};
-use super::math::{activate, activate_all, dense, matmul_transposed, parallelism, softmax};
+use super::forward::{OpRecorder, attention_policy, q_and_d};
+use super::math::{activate, activate_all, dense, matmul_transposed, parallelism};
 use crate::backend::BatchOutput;
 use crate::backend::finite::{NonFinite, check_layer, check_outputs};
 use crate::chess::InputPlanes;
@@ -206,20 +206,10 @@ fn conv_head(head: &ConvHead, x: &[f32], n: usize, act: Activation) -> Vec<f32> 
     dense(&hidden, n, &head.output)
 }
 
-/// (Q, D) per position: softmax over W, D, L logits (Q = W − L), or tanh of one value.
+/// (Q, D) per position from the value head.
 fn value_head(net: &TowerNetwork, x: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
     let out = conv_head(&net.value, x, n, net.format.default_activation);
-    if net.format.wdl {
-        out.chunks(3)
-            .map(|wdl| {
-                let mut p = wdl.to_vec();
-                softmax(&mut p);
-                (p[0] - p[2], p[1])
-            })
-            .unzip()
-    } else {
-        (out.iter().map(|v| v.tanh()).collect(), vec![0.0; n])
-    }
+    q_and_d(&out, net.format.wdl, n)
 }
 
 fn policy_head(net: &TowerNetwork, x: &[f32], n: usize) -> Vec<f32> {
