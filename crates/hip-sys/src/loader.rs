@@ -75,6 +75,14 @@ impl Platform {
         }
     }
 
+    /// What to install where no runtime was found.
+    fn install_hint(self) -> &'static str {
+        match self {
+            Self::Linux => "Install ROCm",
+            Self::Windows => "Install the AMD GPU driver and AMD's HIP SDK for Windows",
+        }
+    }
+
     /// How the runtime file names read in messages: `libamdhip64.so.7/.6/.5`.
     fn runtime_names(self) -> String {
         match self {
@@ -95,12 +103,11 @@ pub fn major_minor(runtime_version: i32) -> (i32, i32) {
 /// Why the HIP libraries could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error(
-        "the HIP runtime ({names}) was not found; tried: {tried}. Install ROCm or set {variable}"
-    )]
+    #[error("the HIP runtime ({names}) was not found; tried: {tried}. {install} or set {variable}")]
     NotFound {
         names: String,
         tried: String,
+        install: &'static str,
         variable: &'static str,
     },
     /// `ROCM_PATH` (Linux) or `HIP_PATH` (Windows) names the install to use, and it has no runtime.
@@ -275,6 +282,7 @@ impl Hip {
         Err(LoadError::NotFound {
             names: platform.runtime_names(),
             tried: tried.join("; "),
+            install: platform.install_hint(),
             variable: platform.root_variable(),
         })
     }
@@ -568,6 +576,21 @@ mod tests {
             .to_string();
         assert!(
             message.contains(&fake.display().to_string()) && message.contains("HIP_PATH"),
+            "{message}"
+        );
+    }
+
+    /// No runtime by name anywhere: the error lists what was tried and what to install.
+    #[test]
+    fn windows_runtime_not_found_says_what_to_install() {
+        let message = Hip::load_first(Platform::Windows, &[("amdhip64_99.dll".into(), 99)])
+            .err()
+            .expect("no such DLL")
+            .to_string();
+        assert!(
+            message.contains("amdhip64_99.dll")
+                && message.contains("HIP SDK")
+                && message.contains("HIP_PATH"),
             "{message}"
         );
     }

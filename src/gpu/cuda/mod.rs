@@ -81,13 +81,16 @@ pub fn require_libraries() -> GpuResult<()> {
         .find(|(_, present)| !present)
     {
         None => Ok(()),
-        Some((library, _)) => Err(GpuError::LibraryMissing {
-            library,
-            detail: format!(
-                "install the NVIDIA driver and the CUDA 13 runtime libraries (libnvrtc, libcublas, libcublasLt), \
-                 or put them on {SEARCH_PATH_VARIABLE}"
-            ),
-        }),
+        Some((library, _)) => {
+            let [_, nvrtc, cublas, cublas_lt] = LIBRARY_NAMES;
+            Err(GpuError::LibraryMissing {
+                library,
+                detail: format!(
+                    "install the NVIDIA driver and the CUDA 13 runtime libraries ({nvrtc}, {cublas}, {cublas_lt}), \
+                     or put them on {SEARCH_PATH_VARIABLE}"
+                ),
+            })
+        }
     }
 }
 
