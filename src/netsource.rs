@@ -101,19 +101,16 @@ fn usage(what: String) -> WeightsError {
     }
 }
 
-/// The cache directory: `$LC0RS_CACHE_DIR`, else `$XDG_CACHE_HOME/lc0rs`, else
-/// `~/.cache/lc0rs`, else the system temporary directory.
+/// The cache directory: `$LC0RS_CACHE_DIR`, else `lc0rs` in the platform's cache directory
+/// (`$XDG_CACHE_HOME` or `~/.cache` on Linux, `%LOCALAPPDATA%` on Windows, `~/Library/Caches` on
+/// macOS), else in the system temporary directory.
 pub fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("LC0RS_CACHE_DIR") {
         return PathBuf::from(dir);
     }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
-        return Path::new(&dir).join("lc0rs");
-    }
-    match std::env::var_os("HOME") {
-        Some(home) => Path::new(&home).join(".cache").join("lc0rs"),
-        None => std::env::temp_dir().join("lc0rs"),
-    }
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("lc0rs")
 }
 
 /// The cached file of `preset:NAME`, written now if it is not there yet.

@@ -43,7 +43,12 @@ impl Engine {
     }
 
     fn send(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").unwrap();
+        self.send_raw(&format!("{line}\n"));
+    }
+
+    /// Writes `text` as it is, line endings included.
+    fn send_raw(&mut self, text: &str) {
+        self.stdin.write_all(text.as_bytes()).unwrap();
         self.stdin.flush().unwrap();
     }
 
@@ -154,6 +159,30 @@ fn searches_answer_legal_moves_with_info_lines() {
     let (best, _) = engine.best_move("go movetime 200");
     PositionHistory::from_spec(&format!("startpos moves e2e4 {best}")).unwrap();
     engine.quit();
+}
+
+/// Windows GUIs end lines with CR LF: the CR must not reach a move, a value or a command name.
+#[test]
+fn windows_line_endings_are_understood() {
+    let mut engine = Engine::start();
+    engine.send_raw("uci\r\n");
+    engine.until("uciok", 10 * SECOND);
+    engine.send_raw("setoption name MinibatchSize value 8\r\nisready\r\n");
+    let mut lines = engine.until("readyok", 30 * SECOND);
+    engine.send_raw("position startpos moves e2e4 e7e5\r\n");
+    engine.send_raw("go nodes 20\r\n");
+    lines.extend(engine.until("bestmove", 60 * SECOND));
+    let best = lines.last().unwrap().split_whitespace().nth(1).unwrap();
+    PositionHistory::from_spec(&format!("startpos moves e2e4 e7e5 {best}"))
+        .expect("bestmove is legal after the CR LF position");
+    // A rejected option, position or command is reported as an info string.
+    assert!(
+        !lines.iter().any(|l| l.starts_with("info string")),
+        "{lines:?}"
+    );
+    engine.send_raw("quit\r\n");
+    let status = engine.child.wait().unwrap();
+    assert!(status.success(), "{status}");
 }
 
 #[test]

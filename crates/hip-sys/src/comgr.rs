@@ -9,11 +9,23 @@ use std::path::{Path, PathBuf};
 
 use libloading::Library;
 
-use crate::loader::{LoadError, describe, symbol};
+use crate::loader::{LoadError, Platform, describe, major_minor, symbol};
 
 /// comgr's sonames, newest first: `.so.3` from comgr 3.0 (ROCm 7, and Debian's build beside HIP
 /// 6.4), `.so.2` before (ROCm 5.x and AMD's 6.x). The HIP runtime opens it by soname at run time.
 pub const SONAMES: [&str; 2] = ["libamd_comgr.so.3", "libamd_comgr.so.2"];
+
+/// comgr's DLL names in AMD's HIP SDK for Windows for runtime version `runtime_version`, newest
+/// scheme first: `amd_comgr_3.dll` (from 7.1.1), `amd_comgr_2.dll`, then the release-numbered
+/// `amd_comgr<MM><mm>.dll` of the earlier SDKs (`amd_comgr0505.dll`, `amd_comgr0604.dll`).
+pub fn windows_names(runtime_version: i32) -> [String; 3] {
+    let (major, minor) = major_minor(runtime_version);
+    [
+        "amd_comgr_3.dll".to_owned(),
+        "amd_comgr_2.dll".to_owned(),
+        format!("amd_comgr{major:02}{minor:02}.dll"),
+    ]
+}
 
 /// `amd_comgr_status_t`: a 4-byte C enum.
 pub type ComgrStatus = c_int;
@@ -29,13 +41,17 @@ pub struct ComgrFns {
     pub get_isa_name: unsafe extern "C" fn(usize, *mut *const c_char) -> ComgrStatus,
 }
 
-/// Where comgr is looked for: each of [`SONAMES`] in `dir` (the HIP runtime's directory), then
-/// each by soname on the system search path.
-pub fn candidates(dir: Option<&Path>) -> Vec<PathBuf> {
+/// Where comgr is looked for: each of its names on `platform` ([`SONAMES`], [`windows_names`])
+/// in `dir` (the HIP runtime's directory), then each by name on the system search path.
+pub fn candidates(platform: Platform, dir: Option<&Path>, runtime_version: i32) -> Vec<PathBuf> {
+    let names: Vec<String> = match platform {
+        Platform::Linux => SONAMES.map(str::to_owned).to_vec(),
+        Platform::Windows => windows_names(runtime_version).to_vec(),
+    };
     let in_dir = dir
         .into_iter()
-        .flat_map(|d| SONAMES.map(|name| d.join(name)));
-    in_dir.chain(SONAMES.map(PathBuf::from)).collect()
+        .flat_map(|d| names.iter().map(move |name| d.join(name)));
+    in_dir.chain(names.iter().map(PathBuf::from)).collect()
 }
 
 /// A failed comgr call.
@@ -57,15 +73,32 @@ fn check(call: &'static str, status: ComgrStatus) -> Result<(), ComgrError> {
 /// Opens comgr at `path` for good: its LLVM registers command-line options when loaded, and a
 /// comgr unloaded and loaded again in one process (ours dropped, then hipRTC's own) aborts with
 /// "LLVM ERROR: inconsistency in registered CommandLine options", as seen with ROCm 6.4.
+#[cfg(unix)]
 fn open_for_good(path: &Path) -> Result<Library, LoadError> {
     let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_NODELETE;
     // SAFETY: loading comgr runs its initialisers, which are sound to run.
     unsafe { libloading::os::unix::Library::open(Some(path), flags) }
         .map(Library::from)
-        .map_err(|e| LoadError::Open {
-            library: path.display().to_string(),
-            detail: describe(&e),
-        })
+        .map_err(|e| open_error(path, &e))
+}
+
+/// Opens comgr at `path` for good (see the Unix version for why). Windows has no "never unload"
+/// flag for `LoadLibrary`; a second handle that is never freed keeps the reference count above
+/// zero, so dropping [`Comgr`] never unloads the DLL.
+#[cfg(not(unix))]
+fn open_for_good(path: &Path) -> Result<Library, LoadError> {
+    // SAFETY: loading comgr runs its initialisers, which are sound to run.
+    let open = || unsafe { Library::new(path) }.map_err(|e| open_error(path, &e));
+    let library = open()?;
+    std::mem::forget(open()?);
+    Ok(library)
+}
+
+fn open_error(path: &Path, e: &libloading::Error) -> LoadError {
+    LoadError::Open {
+        library: path.display().to_string(),
+        detail: describe(e),
+    }
 }
 
 /// Loaded comgr.
@@ -76,9 +109,9 @@ pub struct Comgr {
 }
 
 impl Comgr {
-    /// Loads the first of [`candidates`] that opens.
-    pub fn load(dir: Option<&Path>) -> Result<Self, LoadError> {
-        Self::load_first(&candidates(dir))
+    /// Loads the first of [`candidates`] for this platform and runtime version that opens.
+    pub fn load(dir: Option<&Path>, runtime_version: i32) -> Result<Self, LoadError> {
+        Self::load_first(&candidates(Platform::HOST, dir, runtime_version))
     }
 
     /// Loads the first of `paths` (paths or sonames) that opens.
@@ -140,11 +173,27 @@ impl Comgr {
 mod tests {
     use super::*;
 
+    /// AMD's HIP SDK for Windows: `amd_comgr_3.dll` from 7.1.1, `amd_comgr0505.dll` in 5.5
+    /// (docs/windows.md).
+    #[test]
+    fn windows_names_come_from_the_sdk_releases() {
+        let dir = Path::new("C:/Program Files/AMD/ROCm/5.5/bin");
+        let found = candidates(Platform::Windows, Some(dir), 50_500_000);
+        assert_eq!(found[0], dir.join("amd_comgr_3.dll"));
+        assert_eq!(found[2], dir.join("amd_comgr0505.dll"));
+        assert_eq!(found[3], PathBuf::from("amd_comgr_3.dll"));
+        assert_eq!(found.len(), 6);
+        assert!(
+            candidates(Platform::Windows, None, 60_400_000)
+                .contains(&PathBuf::from("amd_comgr0604.dll"))
+        );
+    }
+
     #[test]
     fn the_runtime_directory_comes_first_newest_soname_first() {
         let dir = Path::new("/opt/rocm-7.1/lib");
         assert_eq!(
-            candidates(Some(dir)),
+            candidates(Platform::Linux, Some(dir), 70_100_000),
             [
                 dir.join("libamd_comgr.so.3"),
                 dir.join("libamd_comgr.so.2"),
@@ -153,7 +202,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            candidates(None),
+            candidates(Platform::Linux, None, 70_100_000),
             ["libamd_comgr.so.3".into(), "libamd_comgr.so.2".into()] as [PathBuf; 2]
         );
     }

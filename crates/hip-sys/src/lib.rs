@@ -11,5 +11,5 @@ pub mod safe;
 pub mod sys;
 
 pub use libloading::Library;
-pub use loader::{Hip, LoadError, library_candidates, open_companion, symbol};
+pub use loader::{Hip, LoadError, Platform, library_candidates, open_companion, symbol};
 pub use result::HipError;

@@ -7,7 +7,7 @@
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 
-use hip_sys::{Library, LoadError, open_companion, symbol};
+use hip_sys::{Library, LoadError, Platform, open_companion, symbol};
 
 pub type HipblasLtHandle = *mut c_void;
 pub type MatmulDesc = *mut c_void;
@@ -108,19 +108,30 @@ pub const EPILOGUE_SWISH_EXT: u32 = 65536;
 /// against its HIP 6.4 runtime. Which hipBLASLt was found is then checked by its own version
 /// ([`check_version`]), once a handle exists.
 pub fn sonames(runtime_version: i32) -> Result<&'static [&'static str], LoadError> {
+    library_names(Platform::Linux, runtime_version)
+}
+
+/// hipBLASLt's file names to try on `platform` ([`sonames`] on Linux). Windows: AMD's HIP SDK
+/// has it from 6.4.2 as `hipblaslt.dll`; ROCm's own Windows builds name it `libhipblaslt.dll`
+/// (docs/windows.md).
+pub fn library_names(
+    platform: Platform,
+    runtime_version: i32,
+) -> Result<&'static [&'static str], LoadError> {
     let unsupported = |reason| LoadError::Unsupported {
         library: "hipBLASLt",
         runtime_version,
         reason,
     };
-    match runtime_version / 10_000_000 {
-        5 => Err(unsupported(
+    match (platform, runtime_version / 10_000_000) {
+        (_, 5) => Err(unsupported(
             "ROCm 5.x hipBLASLt uses the older enum scheme; gemm=lt needs ROCm 6.0 or newer, gemm=blas (rocBLAS) does not",
         )),
-        6 => Ok(&["libhipblaslt.so.0", "libhipblaslt.so.1"]),
-        7 => Ok(&["libhipblaslt.so.1"]),
+        (Platform::Linux, 6) => Ok(&["libhipblaslt.so.0", "libhipblaslt.so.1"]),
+        (Platform::Linux, 7) => Ok(&["libhipblaslt.so.1"]),
+        (Platform::Windows, 6 | 7) => Ok(&["hipblaslt.dll", "libhipblaslt.dll"]),
         _ => Err(unsupported(
-            "lc0rs knows the hipBLASLt sonames of ROCm 6.x and 7.x",
+            "lc0rs knows the hipBLASLt library names of ROCm 6.x and 7.x",
         )),
     }
 }
@@ -225,7 +236,7 @@ impl HipblasLt {
     /// HIP runtime's directory), or by soname when the runtime came from the system search path.
     pub fn load(dir: Option<&Path>, runtime_version: i32) -> Result<Self, LoadError> {
         let mut failures = Vec::new();
-        for name in sonames(runtime_version)? {
+        for name in library_names(Platform::HOST, runtime_version)? {
             let path = dir.map_or_else(|| PathBuf::from(name), |d| d.join(name));
             match open_companion(&path) {
                 Ok(lib) => return Self::resolve(lib, path),
@@ -303,6 +314,20 @@ mod tests {
     }
 
     #[test]
+    fn windows_names_and_the_rocm5_refusal() {
+        assert_eq!(
+            library_names(Platform::Windows, 60_402_000).unwrap(),
+            ["hipblaslt.dll", "libhipblaslt.dll"]
+        );
+        assert_eq!(
+            library_names(Platform::Windows, 70_100_000).unwrap(),
+            ["hipblaslt.dll", "libhipblaslt.dll"]
+        );
+        let e = library_names(Platform::Windows, 50_700_000).unwrap_err();
+        assert!(e.to_string().contains("ROCm 5.x"), "{e}");
+    }
+
+    #[test]
     fn sonames_follow_the_rocm_release_and_refuse_rocm5() {
         assert_eq!(
             sonames(60_200_000).unwrap(),
@@ -350,17 +375,14 @@ mod tests {
     #[test]
     fn a_missing_library_is_an_error_naming_it() {
         let dir = std::env::temp_dir().join("lc0rs-no-rocm-here");
-        let e = HipblasLt::load(Some(&dir), 70_000_000)
-            .err()
-            .expect("nothing to load there");
-        assert!(e.to_string().contains("libhipblaslt.so.1"), "{e}");
-        let e = HipblasLt::load(Some(&dir), 60_400_000)
-            .err()
-            .expect("nothing to load there");
-        assert!(
-            e.to_string().contains("libhipblaslt.so.0")
-                && e.to_string().contains("libhipblaslt.so.1"),
-            "{e}"
-        );
+        for version in [70_000_000, 60_400_000] {
+            let e = HipblasLt::load(Some(&dir), version)
+                .err()
+                .expect("nothing to load there")
+                .to_string();
+            for name in library_names(Platform::HOST, version).unwrap() {
+                assert!(e.contains(name), "{e}");
+            }
+        }
     }
 }

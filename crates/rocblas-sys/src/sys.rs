@@ -4,7 +4,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
 
-use hip_sys::{Library, LoadError, open_companion, symbol};
+use hip_sys::{Library, LoadError, Platform, open_companion, symbol};
 
 pub type RocblasHandle = *mut c_void;
 pub type RocblasStatus = c_int;
@@ -46,6 +46,17 @@ pub fn soname(runtime_version: i32) -> Option<&'static str> {
         (7, _) => "librocblas.so.5",
         _ => return None,
     })
+}
+
+/// rocBLAS's file name on `platform` for `runtime_version`: [`soname`] on Linux; `rocblas.dll`
+/// in every release of AMD's HIP SDK for Windows (5.x to 7.x; docs/windows.md).
+pub fn library_name(platform: Platform, runtime_version: i32) -> Option<&'static str> {
+    match platform {
+        Platform::Linux => soname(runtime_version),
+        Platform::Windows => (5..=7)
+            .contains(&(runtime_version / 10_000_000))
+            .then_some("rocblas.dll"),
+    }
 }
 
 /// The rocBLAS functions lc0rs uses.
@@ -129,10 +140,10 @@ impl Rocblas {
     /// Loads the rocBLAS matching `runtime_version` from `dir` (the HIP runtime's directory), or
     /// by soname when the runtime came from the system search path.
     pub fn load(dir: Option<&Path>, runtime_version: i32) -> Result<Self, LoadError> {
-        let name = soname(runtime_version).ok_or(LoadError::Unsupported {
+        let name = library_name(Platform::HOST, runtime_version).ok_or(LoadError::Unsupported {
             library: "rocBLAS",
             runtime_version,
-            reason: "lc0rs knows the rocBLAS sonames of ROCm 5.x to 7.x",
+            reason: "lc0rs knows the rocBLAS library names of ROCm 5.x to 7.x",
         })?;
         let path = dir.map_or_else(|| PathBuf::from(name), |d| d.join(name));
         let lib = open_companion(&path)?;
@@ -174,6 +185,23 @@ mod tests {
     }
 
     #[test]
+    fn windows_name_is_unversioned_for_every_known_release() {
+        assert_eq!(
+            library_name(Platform::Windows, 50_500_000),
+            Some("rocblas.dll")
+        );
+        assert_eq!(
+            library_name(Platform::Windows, 70_100_000),
+            Some("rocblas.dll")
+        );
+        assert_eq!(library_name(Platform::Windows, 80_000_000), None);
+        assert_eq!(
+            library_name(Platform::Linux, 60_200_000),
+            Some("librocblas.so.4")
+        );
+    }
+
+    #[test]
     fn soname_follows_the_rocm_release() {
         assert_eq!(soname(50_221_153), Some("librocblas.so.0"));
         assert_eq!(soname(50_500_000), Some("librocblas.so.0"));
@@ -189,6 +217,7 @@ mod tests {
         let e = Rocblas::load(Some(&dir), 60_200_000)
             .err()
             .expect("nothing to load there");
-        assert!(e.to_string().contains("librocblas.so.4"), "{e}");
+        let name = library_name(Platform::HOST, 60_200_000).unwrap();
+        assert!(e.to_string().contains(name), "{e}");
     }
 }

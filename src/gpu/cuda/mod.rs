@@ -39,29 +39,58 @@ fn blas_error(call: &'static str) -> impl FnOnce(cudarc::cublas::result::CublasE
     }
 }
 
+/// The names of the CUDA libraries lc0rs loads (driver, NVRTC, cuBLAS, cuBLASLt) as this
+/// platform calls them; cudarc finds CUDA 13's Windows DLLs by these stems
+/// (`nvrtc64_130_0.dll`, `cublas64_13.dll`, ...; docs/windows.md).
+const LIBRARY_NAMES: [&str; 4] = if cfg!(windows) {
+    [
+        "nvcuda.dll (driver)",
+        "nvrtc64_130_0.dll",
+        "cublas64_13.dll",
+        "cublasLt64_13.dll",
+    ]
+} else {
+    ["libcuda (driver)", "libnvrtc", "libcublas", "libcublasLt"]
+};
+
 /// The CUDA libraries lc0rs loads, and whether each can be found.
 pub fn libraries_present() -> [(&'static str, bool); 4] {
-    // SAFETY: these only try to dlopen the libraries; they do not call into them.
+    let [driver, nvrtc, cublas, cublas_lt] = LIBRARY_NAMES;
+    // SAFETY: these only try to load the libraries; they do not call into them.
     unsafe {
         [
-            ("libcuda (driver)", cudarc::driver::sys::is_culib_present()),
-            ("libnvrtc", cudarc::nvrtc::sys::is_culib_present()),
-            ("libcublas", cudarc::cublas::sys::is_culib_present()),
-            ("libcublasLt", cudarc::cublaslt::sys::is_culib_present()),
+            (driver, cudarc::driver::sys::is_culib_present()),
+            (nvrtc, cudarc::nvrtc::sys::is_culib_present()),
+            (cublas, cudarc::cublas::sys::is_culib_present()),
+            (cublas_lt, cudarc::cublaslt::sys::is_culib_present()),
         ]
     }
 }
 
+/// The variable of the run-time library search path cudarc's loads by name go through.
+const SEARCH_PATH_VARIABLE: &str = if cfg!(windows) {
+    "PATH"
+} else {
+    "LD_LIBRARY_PATH"
+};
+
 /// Fails with a clear message unless every CUDA library is present.
 pub fn require_libraries() -> GpuResult<()> {
-    match libraries_present().into_iter().find(|(_, present)| !present) {
+    match libraries_present()
+        .into_iter()
+        .find(|(_, present)| !present)
+    {
         None => Ok(()),
-        Some((library, _)) => Err(GpuError::LibraryMissing {
-            library,
-            detail: "install the NVIDIA driver and the CUDA 13 runtime libraries (libnvrtc, libcublas, libcublasLt), \
-                     or put them on LD_LIBRARY_PATH"
-                .to_owned(),
-        }),
+        Some((library, _)) => {
+            let [_, nvrtc, cublas, cublas_lt] = LIBRARY_NAMES;
+            Err(GpuError::LibraryMissing {
+                library,
+                detail: format!(
+                    "install the NVIDIA driver and the CUDA 13 runtime libraries ({nvrtc}, {cublas}, {cublas_lt}), \
+                     or put them on {SEARCH_PATH_VARIABLE}"
+                ),
+            })
+        }
     }
 }
 

@@ -119,7 +119,8 @@ fn runtime_dir(hip: &Hip) -> Option<&Path> {
 
 /// comgr of the runtime's install and the ISA names it knows.
 fn comgr_isas(hip: &Hip) -> Result<(PathBuf, Vec<String>), GpuError> {
-    let comgr = Comgr::load(runtime_dir(hip)).map_err(|e| GpuError::LibraryMissing {
+    let version = runtime_version(hip).map_err(hip_error)?;
+    let comgr = Comgr::load(runtime_dir(hip), version).map_err(|e| GpuError::LibraryMissing {
         library: "comgr (the code object manager hipRTC compiles through)",
         detail: e.to_string(),
     })?;
