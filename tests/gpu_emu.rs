@@ -3,6 +3,9 @@
 //! is missing they print why and return, except with `LC0RS_REQUIRE_HIP_EMU` set (CI), where a
 //! missing dependency fails them.
 
+// The emulator builds its kernels with g++ into a Linux shared library: no Windows build of it.
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use common::gpu::{
