@@ -3,37 +3,20 @@
 //! with no batch norm (lc0 then uses them as they are), dense layers `[out][in]`.
 
 use super::codec::{LayerEncoding, encode_layer};
-use super::container::{MAGIC, version_for_writing};
-use super::export::LICENSE;
+use super::export::net_message;
 use super::format::Activation;
 use super::network::Dense;
 use super::proto::network_format::{
     DefaultActivation, MovesLeftFormat, NetworkStructure, OutputFormat, PolicyFormat, ValueFormat,
 };
 use super::proto::weights::{self as pw, ConvBlock, Layer};
-use super::proto::{EngineVersion, Format, Net, NetworkFormat, Weights};
+use super::proto::{Net, NetworkFormat, Weights};
 use super::tower::{Conv, ConvHead, TowerNetwork, TowerPolicy};
 
 /// Converts a tower to lc0's message with every layer in `encoding`.
 pub fn tower_to_proto(network: &TowerNetwork, encoding: LayerEncoding) -> Net {
-    let version = version_for_writing(encoding != LayerEncoding::Linear16);
     let enc = Encoder { encoding };
-    Net {
-        magic: Some(MAGIC),
-        license: Some(LICENSE.to_owned()),
-        min_version: Some(EngineVersion {
-            major: Some(version.major),
-            minor: Some(version.minor),
-            patch: Some(version.patch),
-        }),
-        format: Some(Format {
-            weights_encoding: Some(1),
-            network_format: Some(network_format(network)),
-        }),
-        training_params: None,
-        weights: Some(enc.weights(network)),
-        onnx_model: None,
-    }
+    net_message(encoding, network_format(network), enc.weights(network))
 }
 
 fn network_format(n: &TowerNetwork) -> NetworkFormat {
