@@ -1,6 +1,9 @@
 //! The 112 planes against hand-derived values, and the policy index under every transform.
 //! Squares are `rank·8 + file` (a1 = 0, h1 = 7, a8 = 56); boards are seen from the side to move.
 
+mod common;
+
+use common::planes::{ALL, AUX, START, board, encode, masks};
 use lc0rs::chess::policy_index::{
     POLICY_SIZE, PolicyMove, legal_moves_with_indices, move_index, policy_index, policy_move,
     policy_moves,
@@ -8,36 +11,6 @@ use lc0rs::chess::policy_index::{
 use lc0rs::chess::{EncodedPosition, HistoryFill, PositionHistory, Transform, encode_position};
 use lc0rs::weights::format::InputFormat;
 use shakmaty::{Chess, Position};
-
-const ALL: u64 = !0;
-const AUX: usize = 104;
-/// The start position's 12 piece planes from white's view.
-const START: [u64; 12] = [
-    0xFF00,
-    0x42,
-    0x24,
-    0x81,
-    0x08,
-    0x10,
-    0x00FF << 48,
-    0x42 << 56,
-    0x24 << 56,
-    0x81 << 56,
-    0x08 << 56,
-    0x10 << 56,
-];
-
-fn encode(spec: &str, format: InputFormat, fill: HistoryFill) -> EncodedPosition {
-    encode_position(&PositionHistory::from_spec(spec).unwrap(), format, fill)
-}
-
-fn masks(e: &EncodedPosition) -> Vec<u64> {
-    e.planes.iter().map(|p| p.mask).collect()
-}
-
-fn board(e: &EncodedPosition, i: usize) -> Vec<u64> {
-    masks(e)[i * 13..i * 13 + 12].to_vec()
-}
 
 /// The number of history boards with any piece on them.
 fn boards_written(e: &EncodedPosition) -> usize {

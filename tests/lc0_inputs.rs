@@ -4,6 +4,9 @@
 //! where a position reached by moves and the same position given as a FEN must encode alike.
 //! Squares are `rank·8 + file` (a1 = 0, h1 = 7, a8 = 56); boards are seen from the side to move.
 
+mod common;
+
+use common::planes::{ALL, AUX, START, board, encode, masks};
 use lc0rs::chess::{
     ChessError, EncodedPosition, FenError, HistoryFill, PositionHistory, Transform, encode_position,
 };
@@ -11,37 +14,6 @@ use lc0rs::search::terminal_value;
 use lc0rs::weights::format::InputFormat;
 use proptest::prelude::*;
 use shakmaty::{CastlingSide, Color, Move, Role, Square};
-
-const ALL: u64 = !0;
-const AUX: usize = 104;
-/// The start position's 12 piece planes from white's view.
-const START: [u64; 12] = [
-    0xFF00,
-    0x42,
-    0x24,
-    0x81,
-    0x08,
-    0x10,
-    0x00FF << 48,
-    0x42 << 56,
-    0x24 << 56,
-    0x81 << 56,
-    0x08 << 56,
-    0x10 << 56,
-];
-
-fn encode(spec: &str, format: InputFormat, fill: HistoryFill) -> EncodedPosition {
-    let history = PositionHistory::from_spec(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
-    encode_position(&history, format, fill)
-}
-
-fn masks(e: &EncodedPosition) -> Vec<u64> {
-    e.planes.iter().map(|p| p.mask).collect()
-}
-
-fn board(e: &EncodedPosition, i: usize) -> Vec<u64> {
-    masks(e)[i * 13..i * 13 + 12].to_vec()
-}
 
 fn boards_written(e: &EncodedPosition) -> usize {
     (0..8)
