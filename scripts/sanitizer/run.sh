@@ -1,68 +1,85 @@
 #!/usr/bin/env bash
 # The four compute-sanitizer tools over lc0rs' CUDA path, for a machine with an NVIDIA GPU and
 # the CUDA toolkit. Each run is one `lc0rs selftest` (the backend against the cpu oracle) under
-# one tool, with small position counts so that the whole set stays within minutes:
+# one tool, with small position counts so that each run stays within minutes:
 #   - the bundled nets at batch 1 and 7 (16 positions);
-#   - T82- and BT4-shaped nets (generated once into NETDIR) at batch 1 and 64 (64 positions);
+#   - T82- and BT4-shaped nets (generated once into NETDIR): one forward at batch 1 and one at
+#     batch 64;
 # each with both attention kernels (tensor-core `mma`, `portable`) and both GEMM paths (`lt`,
-# `blas`). The tools run side by side (one process each, one GPU), each writing
-# LOGDIR/TOOL.txt with one line per run. Exits 1 if any tool reported anything.
+# `blas`). JOBS runs (default 8) go side by side on the one GPU; each writes one line into
+# LOGDIR/TOOL.txt (the most frequent findings under it). Exits 1 if any tool reported anything.
 #
-#   scripts/sanitizer/run.sh [LC0RS_BINARY] [NETDIR] [LOGDIR] [TOOLS]
+#   scripts/sanitizer/run.sh [LC0RS_BINARY] [NETDIR] [LOGDIR] [TOOLS] [NETS]
 #     TOOLS: comma-separated subset of memcheck,racecheck,initcheck,synccheck (default: all)
+#     NETS:  comma-separated subset of tiny,tiny-dense,t82,bt4 (default: all)
 set -u
-lc0rs=${1:-target/release/lc0rs}
+lc0rs=$(realpath "${1:-target/release/lc0rs}")
 netdir=${2:-/tmp/lc0rs-nets}
 logdir=${3:-/tmp/lc0rs-sanitizer}
 tools=${4:-memcheck,racecheck,initcheck,synccheck}
+nets=${5:-tiny,tiny-dense,t82,bt4}
+jobs=${JOBS:-8}
 sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
 [ -x "$sanitizer" ] || { echo "compute-sanitizer not found (put the CUDA toolkit's bin on PATH)"; exit 2; }
 "$sanitizer" --version | tail -1
-mkdir -p "$netdir" "$logdir"
-
-for preset in t82 bt4; do
-  [ -f "$netdir/$preset.pb.gz" ] || "$lc0rs" gen-net --preset "$preset" --seed 82 -o "$netdir/$preset.pb.gz" >/dev/null \
-    || { echo "gen-net $preset failed"; exit 2; }
-done
+mkdir -p "$netdir" "$logdir/runs"
+rm -f "$logdir"/runs/*
 
 option_sets=("attention=mma,gemm=lt" "attention=mma,gemm=blas" "attention=portable,gemm=lt" "attention=portable,gemm=blas")
-# net, batch sizes, positions
-runs=("bundled:tiny 1,7 16" "bundled:tiny-dense 1,7 16" "$netdir/t82.pb.gz 1,64 64" "$netdir/bt4.pb.gz 1,64 64")
-
-# One tool over every net and option set; one line per run into LOGDIR/TOOL.txt.
-run_tool() {
-  local tool=$1 failed=0 log
-  log=$(mktemp)
-  for run in "${runs[@]}"; do
-    read -r net batches positions <<<"$run"
-    for options in "${option_sets[@]}"; do
-      local start status summary passes
-      start=$(date +%s)
-      "$sanitizer" --tool "$tool" --print-limit 1000 --error-exitcode 3 \
-        "$lc0rs" selftest -w "$net" -b cuda-fp16 -o "$options" --batch "$batches" --positions "$positions" >"$log" 2>&1
-      status=$?
-      summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1 | sed 's/^========= //')
-      passes=$(grep -c " PASS$" "$log")
-      printf '%-9s %-18s %-28s batch %-5s exit %d  %s  (%d s, selftest PASS %d)\n' \
-        "$tool" "$(basename "$net")" "$options" "$batches" "$status" "${summary:-no summary}" \
-        "$(( $(date +%s) - start ))" "$passes"
-      if [ "$status" -ne 0 ]; then
-        failed=1
-        grep -E "^========= +(Uninitialized|Invalid|Race|Barrier|Error|   at )" "$log" | sort | uniq -c | sort -rn | head -12
-      fi
-    done
-  done
-  rm -f "$log"
-  return "$failed"
+# Per net: "weights batch-sizes positions" for each selftest run.
+net_runs() {
+  case $1 in
+    tiny | tiny-dense) echo "bundled:$1 1,7 16" ;;
+    t82 | bt4)
+      [ -f "$netdir/$1.pb.gz" ] || "$lc0rs" gen-net --preset "$1" --seed 82 -o "$netdir/$1.pb.gz" >/dev/null \
+        || { echo "gen-net $1 failed" >&2; exit 2; }
+      echo "$netdir/$1.pb.gz 1 1"
+      echo "$netdir/$1.pb.gz 64 64" ;;
+    *) echo "unknown net $1 (tiny, tiny-dense, t82, bt4)" >&2; exit 2 ;;
+  esac
 }
 
-pids=()
+# One tool over one selftest run: its line into LOGDIR/runs/NAME.line, findings into NAME.findings.
+run_one() {
+  local tool=$1 net=$2 batches=$3 positions=$4 options=$5 name log start status summary passes
+  name="$tool-$(basename "$net" .pb.gz)-${options//[=,]/_}-b${batches//,/_}"
+  log="$logdir/runs/$name.log"
+  start=$(date +%s)
+  "$sanitizer" --tool "$tool" --print-limit 1000 --error-exitcode 3 \
+    "$lc0rs" selftest -w "$net" -b cuda-fp16 -o "$options" --batch "$batches" --positions "$positions" >"$log" 2>&1
+  status=$?
+  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1 | sed 's/^========= //')
+  passes=$(grep -c " PASS$" "$log")
+  printf '%-9s %-18s %-28s batch %-5s exit %d  %s  (%d s, selftest PASS %d)\n' \
+    "$tool" "$(basename "$net")" "$options" "$batches" "$status" "${summary:-no summary}" \
+    "$(($(date +%s) - start))" "$passes" >"$logdir/runs/$name.line"
+  if [ "$status" -ne 0 ]; then
+    grep -E "^========= +(Uninitialized|Invalid|Race|Barrier|Error|   at |Warning)" "$log" \
+      | sort | uniq -c | sort -rn | head -12 >"$logdir/runs/$name.findings"
+  else
+    rm -f "$log"
+  fi
+}
+export -f run_one
+export sanitizer lc0rs logdir
+
 for tool in ${tools//,/ }; do
-  run_tool "$tool" >"$logdir/$tool.txt" 2>&1 &
-  pids+=($!)
-done
+  for net in ${nets//,/ }; do
+    net_runs "$net" | while read -r weights batches positions; do
+      for options in "${option_sets[@]}"; do echo "$tool $weights $batches $positions $options"; done
+    done
+  done
+done | xargs -P "$jobs" -L 1 bash -c 'run_one "$@"' _
+
 failed=0
-for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-cat "$logdir"/*.txt
+for tool in ${tools//,/ }; do
+  for line in "$logdir"/runs/"$tool"-*.line; do
+    [ -f "$line" ] || continue
+    cat "$line"
+    findings=${line%.line}.findings
+    [ -f "$findings" ] && { failed=1; cat "$findings"; }
+  done >"$logdir/$tool.txt"
+  cat "$logdir/$tool.txt"
+done
 [ "$failed" -eq 0 ] && echo "all sanitizer runs clean" || echo "sanitizer runs with findings (above)"
 exit "$failed"
