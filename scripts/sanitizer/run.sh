@@ -6,8 +6,10 @@
 #   - T82- and BT4-shaped nets (generated once into NETDIR): one forward at batch 1 and one at
 #     batch 64;
 # each with both attention kernels (tensor-core `mma`, `portable`) and both GEMM paths (`lt`,
-# `blas`). JOBS runs (default 8) go side by side on the one GPU; each writes one line into
-# LOGDIR/TOOL.txt (the most frequent findings under it). Exits 1 if any tool reported anything.
+# `blas`), buffers sized for the run's largest batch. JOBS runs (default 8) go side by side on
+# the one GPU; each writes one line into LOGDIR/TOOL.txt (the most frequent findings under it).
+# racecheck over T82/BT4 takes 60-130 GB of host memory per process: run it with JOBS=1 on a
+# machine with more than 128 GB. Exits 1 if any tool reported anything.
 #
 #   scripts/sanitizer/run.sh [LC0RS_BINARY] [NETDIR] [LOGDIR] [TOOLS] [NETS]
 #     TOOLS: comma-separated subset of memcheck,racecheck,initcheck,synccheck (default: all)
@@ -46,7 +48,7 @@ run_one() {
   log="$logdir/runs/$name.log"
   start=$(date +%s)
   "$sanitizer" --tool "$tool" --print-limit 1000 --error-exitcode 3 \
-    "$lc0rs" selftest -w "$net" -b cuda-fp16 -o "$options" --batch "$batches" --positions "$positions" >"$log" 2>&1
+    "$lc0rs" selftest -w "$net" -b cuda-fp16 -o "$options,max_batch=${batches##*,}" --batch "$batches" --positions "$positions" >"$log" 2>&1
   status=$?
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1 | sed 's/^========= //')
   passes=$(grep -c " PASS$" "$log")
