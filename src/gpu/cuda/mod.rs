@@ -4,7 +4,10 @@
 
 mod lt;
 pub mod nvrtc;
+mod report;
 mod trace;
+
+pub use report::report;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -649,48 +652,4 @@ impl Drop for CudaDevice {
         // SAFETY: the handle was created in `new` and is not used after this.
         let _ = unsafe { blas::destroy_handle(handle.0) };
     }
-}
-
-/// Versions of the CUDA libraries, for `lc0rs devices` (each only if the library loads).
-pub fn library_versions() -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    let present = libraries_present();
-    if present[0].1
-        && let Ok(v) = driver_version()
-    {
-        out.push(("CUDA driver API", format!("{}.{}", v / 1000, v % 1000 / 10)));
-    }
-    if present[1].1 {
-        let (mut major, mut minor) = (0, 0);
-        // SAFETY: nvrtcVersion writes two ints.
-        if unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
-            == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS
-        {
-            out.push(("NVRTC", format!("{major}.{minor}")));
-        }
-    }
-    if present[2].1 {
-        let mut version = [0i32; 3];
-        for (slot, property) in version.iter_mut().zip([
-            cudarc::cublas::sys::libraryPropertyType::MAJOR_VERSION,
-            cudarc::cublas::sys::libraryPropertyType::MINOR_VERSION,
-            cudarc::cublas::sys::libraryPropertyType::PATCH_LEVEL,
-        ]) {
-            // SAFETY: cublasGetProperty writes one int.
-            let _ = unsafe { cudarc::cublas::sys::cublasGetProperty(property, slot) };
-        }
-        out.push((
-            "cuBLAS",
-            format!("{}.{}.{}", version[0], version[1], version[2]),
-        ));
-    }
-    if present[3].1 {
-        // SAFETY: returns a number.
-        let v = unsafe { cudarc::cublaslt::sys::cublasLtGetVersion() };
-        out.push((
-            "cuBLASLt",
-            format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100),
-        ));
-    }
-    out
 }
