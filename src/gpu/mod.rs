@@ -42,6 +42,17 @@ pub enum GpuError {
     /// A HIP runtime or hipRTC call (the error names the call).
     #[error(transparent)]
     Hip(#[from] hip_sys::HipError),
+    /// A comgr call (the error names the call).
+    #[error(transparent)]
+    Comgr(#[from] hip_sys::comgr::ComgrError),
+    /// A file step of `call` (on `path`) that failed; the I/O error is kept as the source.
+    #[error("{call}: {path}: {source}")]
+    Io {
+        call: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// A rocBLAS call (the error names the call).
     #[error(transparent)]
     Rocblas(#[from] rocblas_sys::result::RocblasError),

@@ -89,7 +89,10 @@ mod tests {
     #[test]
     fn pieces_cover_the_download_once_in_order() {
         assert_eq!(pieces(0).count(), 0);
-        assert_eq!(pieces(10).collect::<Vec<_>>(), vec![Range { start: 0, end: 10 }]);
+        assert_eq!(
+            pieces(10).collect::<Vec<_>>(),
+            vec![Range { start: 0, end: 10 }]
+        );
         let big = 2 * DOWNLOAD_PIECE + 12;
         assert_eq!(
             pieces(big).collect::<Vec<_>>(),

@@ -116,10 +116,7 @@ fn comgr_isas(hip: &Hip) -> Result<(PathBuf, Vec<String>), GpuError> {
         library: "comgr (the code object manager hipRTC compiles through)",
         detail: e.to_string(),
     })?;
-    let isas = comgr.isa_names().map_err(|e| GpuError::Call {
-        call: e.call,
-        detail: e.to_string(),
-    })?;
+    let isas = comgr.isa_names()?;
     Ok((comgr.library, isas))
 }
 
