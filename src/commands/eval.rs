@@ -63,3 +63,40 @@ fn text_line(spec: &str, r: &PositionEval) -> String {
         top.join(", ")
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evaluation() -> PositionEval {
+        PositionEval {
+            q: 0.25,
+            d: 0.5,
+            m: 42.0,
+            wdl: [0.375, 0.5, 0.125],
+            policy: ["e2e4", "d2d4", "g1f3", "c2c4", "e2e3", "b1c3"]
+                .iter()
+                .zip([0.4, 0.3, 0.1, 0.1, 0.06, 0.04])
+                .map(|(m, p)| (m.to_string(), p))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_text_line_shows_the_five_likeliest_moves() {
+        assert_eq!(
+            text_line("startpos", &evaluation()),
+            "startpos: q +0.2500 d 0.5000 m 42.0 wdl 0.375/0.500/0.125 | \
+             e2e4 40.0%, d2d4 30.0%, g1f3 10.0%, c2c4 10.0%, e2e3 6.0%"
+        );
+    }
+
+    #[test]
+    fn a_json_line_holds_every_move() {
+        let object = json_line("startpos", &evaluation());
+        assert_eq!(object["position"], "startpos");
+        assert_eq!(object["wdl"], serde_json::json!([0.375, 0.5, 0.125]));
+        assert_eq!(object["policy"].as_object().unwrap().len(), 6);
+        assert_eq!(object["policy"]["b1c3"], serde_json::json!(0.04f32));
+    }
+}

@@ -147,11 +147,10 @@ pub fn load_network(spec: Option<&str>) -> Result<LoadedNetwork, CommandError> {
 /// A progress bar on stderr for writing a network; hidden when stderr is not a terminal.
 fn byte_progress(message: String) -> impl FnMut(u64, u64) {
     let bar = ProgressBar::new(0).with_message(message);
-    bar.set_style(
-        ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} ({eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    // The template is a constant known to parse; the default style is only a fallback.
+    let style = ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} ({eta})")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
     move |done, total| {
         bar.set_length(total);
         bar.set_position(done);
