@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod bench;
 pub mod chess;
+pub mod commands;
 pub mod evaluate;
 pub mod gpu;
 pub mod netgen;

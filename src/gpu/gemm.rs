@@ -3,8 +3,8 @@
 //! vendor, and the kernel pass that finishes a GEMM whose library could not fuse its epilogue.
 
 use super::{
-    BatchedProduct, DevicePtr, Epilogue, GpuDevice, GpuError, GpuResult, KernelArg, Launch, Linear,
-    kernels::activation_code,
+    BatchedProduct, DevicePtr, Epilogue, GemmPath, GpuDevice, GpuError, GpuResult, KernelArg,
+    Launch, Linear, kernels::activation_code,
 };
 use crate::weights::format::Activation;
 
@@ -128,9 +128,29 @@ pub fn epilogue_activation(epilogue: Epilogue) -> Activation {
     }
 }
 
+/// A dense layer on `path`: through the Lt library (`lt`, which says how much of the
+/// epilogue it fused) or the BLAS library (`blas`, which fuses none), then our kernel for what
+/// is left of the epilogue. Every device runs `GpuDevice::linear` through this.
+pub fn linear_on(
+    device: &dyn GpuDevice,
+    path: GemmPath,
+    op: &Linear,
+    lt: impl FnOnce(&Linear) -> GpuResult<Fused>,
+    blas: impl FnOnce(&ColumnMajorGemm) -> GpuResult<()>,
+) -> GpuResult<()> {
+    let fused = match path {
+        GemmPath::Lt => lt(op)?,
+        GemmPath::Blas => {
+            blas(&ColumnMajorGemm::from(op))?;
+            Fused::Nothing
+        }
+    };
+    finish_with_kernel(device, op, fused)
+}
+
 /// Finishes `op` after a GEMM library did what `fused` says: adds the bias if still due and
 /// applies the epilogue's activation, in one `bias_activation` pass (nothing if all was fused).
-pub fn finish_with_kernel(device: &dyn GpuDevice, op: &Linear, fused: Fused) -> GpuResult<()> {
+fn finish_with_kernel(device: &dyn GpuDevice, op: &Linear, fused: Fused) -> GpuResult<()> {
     let bias = match fused {
         Fused::Everything => return Ok(()),
         Fused::Bias => None,

@@ -7,9 +7,12 @@
 
 pub mod cuda;
 pub mod emu;
+pub mod events;
 pub mod gemm;
 pub mod hip;
 pub mod kernels;
+pub mod lt_plan;
+pub mod staging;
 
 use std::fmt;
 
@@ -26,8 +29,36 @@ pub enum GpuError {
     },
     #[error("no GPU: {0}")]
     NoDevice(String),
+    /// A call that failed for a reason of ours, told in words.
     #[error("{call} failed: {detail}")]
     Call { call: &'static str, detail: String },
+    /// A library call that failed; the library's own error is kept as the source.
+    #[error("{call} failed: {source}")]
+    Library {
+        call: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A HIP runtime or hipRTC call (the error names the call).
+    #[error(transparent)]
+    Hip(#[from] hip_sys::HipError),
+    /// A comgr call (the error names the call).
+    #[error(transparent)]
+    Comgr(#[from] hip_sys::comgr::ComgrError),
+    /// A file step of `call` (on `path`) that failed; the I/O error is kept as the source.
+    #[error("{call}: {path}: {source}")]
+    Io {
+        call: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A rocBLAS call (the error names the call).
+    #[error(transparent)]
+    Rocblas(#[from] rocblas_sys::result::RocblasError),
+    /// A hipBLASLt call (the error names the call).
+    #[error(transparent)]
+    HipblasLt(#[from] hipblaslt_sys::result::HipblasLtError),
     #[error("compiling kernels for {arch} failed:\n{log}")]
     Compile { arch: String, log: String },
     #[error("unknown kernel {0:?}")]
@@ -37,6 +68,18 @@ pub enum GpuError {
 }
 
 pub type GpuResult<T> = Result<T, GpuError>;
+
+/// `map_err` for a library call: the error becomes the source of [`GpuError::Library`] naming
+/// `call`.
+pub fn library_error<E>(call: &'static str) -> impl FnOnce(E) -> GpuError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    move |e| GpuError::Library {
+        call,
+        source: Box::new(e),
+    }
+}
 
 /// Memory on the device, freed when dropped.
 pub struct GpuBuffer {
@@ -296,5 +339,39 @@ pub trait GpuDevice: Send + Sync {
         Err(GpuError::Unsupported(
             "activity tracing on this device".to_owned(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::*;
+
+    #[test]
+    fn a_failed_library_call_keeps_the_library_error_as_its_source() {
+        let cause = std::io::Error::other("CUDA_ERROR_OUT_OF_MEMORY");
+        let error = library_error("cuMemAlloc")(cause);
+        assert_eq!(
+            error.to_string(),
+            "cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY"
+        );
+        let source = error.source().expect("the library's error is the source");
+        let source = source
+            .downcast_ref::<std::io::Error>()
+            .expect("of the library's own type");
+        assert_eq!(source.to_string(), "CUDA_ERROR_OUT_OF_MEMORY");
+    }
+
+    #[test]
+    fn rocm_errors_are_kept_as_they_are() {
+        let hip = hip_sys::HipError {
+            call: "hipMalloc",
+            code: 2,
+            message: "out of memory".to_owned(),
+        };
+        let error = GpuError::from(hip.clone());
+        assert_eq!(error.to_string(), hip.to_string());
+        assert!(matches!(error, GpuError::Hip(ref e) if *e == hip));
     }
 }

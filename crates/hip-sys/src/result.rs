@@ -291,6 +291,17 @@ pub unsafe fn event_record(hip: &Hip, event: HipEvent, stream: HipStream) -> Res
     })
 }
 
+/// Waits until the work before `event`'s record has completed.
+///
+/// # Safety
+/// `event` is a live event of this runtime.
+pub unsafe fn event_synchronize(hip: &Hip, event: HipEvent) -> Result<(), HipError> {
+    // SAFETY: as the caller promises.
+    check(hip, "hipEventSynchronize", unsafe {
+        (hip.device.hip_event_synchronize)(event)
+    })
+}
+
 /// Milliseconds between two recorded events, waiting for `end` first (hipEventElapsedTime
 /// itself answers hipErrorNotReady for unfinished events).
 ///

@@ -325,6 +325,12 @@ impl Event {
         unsafe { result::event_record(&self.hip, self.handle, stream.handle) }
     }
 
+    /// Waits until the work enqueued before the record has completed.
+    pub fn synchronize(&self) -> Result<(), HipError> {
+        // SAFETY: the event is live (owned by `self`).
+        unsafe { result::event_synchronize(&self.hip, self.handle) }
+    }
+
     /// Milliseconds from `self` to `end`, waiting for `end`.
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32, HipError> {
         // SAFETY: both events are live.

@@ -62,8 +62,6 @@ pub fn compile(arch: &str) -> GpuResult<Ptx> {
 /// Compiles the kernels for the device's architecture and loads them.
 pub fn compile_module(ctx: &Arc<CudaContext>, arch: &str) -> GpuResult<Arc<CudaModule>> {
     let ptx = compile(arch)?;
-    ctx.load_module(ptx).map_err(|e| GpuError::Call {
-        call: "cuModuleLoadData",
-        detail: format!("{e:?}"),
-    })
+    ctx.load_module(ptx)
+        .map_err(crate::gpu::library_error("cuModuleLoadData"))
 }

@@ -100,10 +100,7 @@ extern "C" fn buffer_completed(
 }
 
 fn cupti_error(call: &'static str) -> impl FnOnce(CuptiError) -> GpuError {
-    move |e| GpuError::Call {
-        call,
-        detail: format!("{e:?}"),
-    }
+    crate::gpu::library_error(call)
 }
 
 /// Whether libcupti can be loaded: from the library path, or else from the CUDA toolkit, where

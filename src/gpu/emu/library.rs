@@ -194,9 +194,10 @@ fn build(config: &BuildConfig) -> GpuResult<PathBuf> {
     if library.is_file() {
         return Ok(library);
     }
-    let io = |what: &str, e: std::io::Error| GpuError::Call {
+    let io = |what: &str, source: std::io::Error| GpuError::Io {
         call: "building the hip-emu kernels",
-        detail: format!("{what}: {e}"),
+        path: what.to_owned(),
+        source,
     };
     std::fs::create_dir_all(&dir).map_err(|e| io(&dir.display().to_string(), e))?;
     let work = tempfile::tempdir_in(&dir).map_err(|e| io("a build directory", e))?;
@@ -283,9 +284,10 @@ fn wave32_copy(hip_cpu: &Path) -> GpuResult<PathBuf> {
     if dir.join("include/hip/hip_constants.h").is_file() {
         return Ok(dir);
     }
-    let io = |what: &Path, e: std::io::Error| GpuError::Call {
+    let io = |what: &Path, source: std::io::Error| GpuError::Io {
         call: "copying HIP-CPU for wave32",
-        detail: format!("{}: {e}", what.display()),
+        path: what.display().to_string(),
+        source,
     };
     let parent = emu_cache_dir();
     std::fs::create_dir_all(&parent).map_err(|e| io(&parent, e))?;

@@ -16,8 +16,9 @@ use blas::{EpilogueOnCpu, LtMatmul};
 use library::{BuildConfig, KernelLibrary};
 use memory::Allocations;
 
-use super::gemm::{self, ColumnMajorGemm, Fused};
-use super::hip::lt::epilogue_choices;
+use super::gemm::{self, ColumnMajorGemm};
+use super::hip::lt::epilogue_code;
+use super::lt_plan::epilogue_choices;
 use super::{
     BatchedProduct, DeviceInfo, DevicePtr, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph,
     GpuResult, KernelArg, Launch, Linear,
@@ -244,16 +245,15 @@ impl GpuDevice for EmuDevice {
     }
 
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
-        let fused = match path {
-            GemmPath::Blas => {
-                self.submit(Work::Rocblas(ColumnMajorGemm::from(op)))?;
-                Fused::Nothing
-            }
-            GemmPath::Lt => {
+        gemm::linear_on(
+            self,
+            path,
+            op,
+            |op| {
                 // As the ROCm device asks hipBLASLt: W transposed, X not, the most fused
                 // epilogue this release has (the emulated heuristic always finds an algorithm).
                 let swish = self.shared.lt == LtRelease::Rocm7;
-                let (code, fused) = epilogue_choices(op.bias.is_some(), op.epilogue, swish)[0];
+                let (epilogue, fused) = epilogue_choices(op.bias.is_some(), op.epilogue, swish)[0];
                 self.submit(Work::Lt(LtMatmul {
                     transpose_a: true,
                     transpose_b: false,
@@ -261,12 +261,12 @@ impl GpuDevice for EmuDevice {
                     a: op.w,
                     b: op.x,
                     d: op.y,
-                    epilogue: EpilogueOnCpu::from_lt(code, op.bias)?,
+                    epilogue: EpilogueOnCpu::from_lt(epilogue_code(epilogue), op.bias)?,
                 }))?;
-                fused
-            }
-        };
-        gemm::finish_with_kernel(self, op, fused)
+                Ok(fused)
+            },
+            |g| self.submit(Work::Rocblas(*g)),
+        )
     }
 
     fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {

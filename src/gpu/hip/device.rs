@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use hip_sys::Hip;
 use hip_sys::result::{self as hip, version_text};
@@ -20,9 +20,10 @@ use rocblas_sys::Rocblas;
 use rocblas_sys::result::HalfGemm;
 use rocblas_sys::safe::Handle as RocblasHandle;
 
-use super::hip_error;
 use super::lt::LtCache;
-use crate::gpu::gemm::{self, ColumnMajorGemm, Fused};
+use crate::gpu::events::EventLog;
+use crate::gpu::gemm::{self, ColumnMajorGemm};
+use crate::gpu::staging::{self, PinnedBuffer, Staging};
 use crate::gpu::{
     BatchedProduct, DeviceInfo, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph, GpuResult,
     KernelArg, Launch, Linear, kernels,
@@ -54,7 +55,7 @@ struct Graph {
 
 impl GpuGraph for Graph {
     fn launch(&self) -> GpuResult<()> {
-        self.graph.launch(&self.stream).map_err(hip_error)
+        self.graph.launch(&self.stream).map_err(GpuError::Hip)
     }
 }
 
@@ -62,9 +63,9 @@ impl GpuGraph for Graph {
 pub struct HipDevice {
     blas: Mutex<Blas>,
     lt: Mutex<Lt>,
-    events: Mutex<Vec<Event>>,
+    events: EventLog<Event>,
     /// Pinned host memory that copies go through.
-    staging: Mutex<Option<PinnedMemory>>,
+    staging: Staging<PinnedMemory>,
     functions: HashMap<&'static str, Function>,
     /// Shared by every lane of the GPU; the functions live as long as it.
     module: Arc<Module>,
@@ -79,20 +80,20 @@ impl HipDevice {
     /// sets up rocBLAS (required) and hipBLASLt (where the release has it).
     pub fn new(ordinal: usize) -> GpuResult<Self> {
         let hip = Arc::new(Hip::load()?);
-        let count = hip::device_count(&hip).map_err(hip_error)?;
+        let count = hip::device_count(&hip).map_err(GpuError::Hip)?;
         if ordinal >= count {
             return Err(GpuError::NoDevice(format!(
                 "AMD GPU {ordinal} requested, the HIP runtime {} reports {count}",
                 hip.runtime_library.display()
             )));
         }
-        hip::set_device(&hip, ordinal).map_err(hip_error)?;
+        hip::set_device(&hip, ordinal).map_err(GpuError::Hip)?;
         let info = device_info(&hip, ordinal)?;
         let code = compile_for(&hip, &info.arch, info.warp_size)?;
-        let module = Arc::new(Module::load(&hip, &code).map_err(hip_error)?);
+        let module = Arc::new(Module::load(&hip, &code).map_err(GpuError::Hip)?);
         let functions = kernels::KERNEL_NAMES
             .iter()
-            .map(|&name| Ok((name, module.function(name).map_err(hip_error)?)))
+            .map(|&name| Ok((name, module.function(name).map_err(GpuError::Hip)?)))
             .collect::<GpuResult<HashMap<_, _>>>()?;
         Self::with_stream(hip, ordinal, info, module, functions)
     }
@@ -107,8 +108,8 @@ impl HipDevice {
         module: Arc<Module>,
         functions: HashMap<&'static str, Function>,
     ) -> GpuResult<Self> {
-        let stream = Arc::new(Stream::new(&hip).map_err(hip_error)?);
-        let version = hip::runtime_version(&hip).map_err(hip_error)?;
+        let stream = Arc::new(Stream::new(&hip).map_err(GpuError::Hip)?);
+        let version = hip::runtime_version(&hip).map_err(GpuError::Hip)?;
         let dir = hip
             .runtime_library
             .parent()
@@ -118,7 +119,7 @@ impl HipDevice {
         // hipBLASLt is optional: a release without it, or a GPU it cannot serve, leaves gemm=blas.
         let lt = match HipblasLt::load(dir.as_deref(), version)
             .map_err(|e| e.to_string())
-            .and_then(|lib| LtCache::new(&hip, &Arc::new(lib)).map_err(|e| e.to_string()))
+            .and_then(|lib| LtCache::new(&hip, &Arc::new(lib), &stream).map_err(|e| e.to_string()))
         {
             Ok(cache) => Lt::Ready(Box::new(cache)),
             Err(why) => Lt::Missing(why),
@@ -126,8 +127,8 @@ impl HipDevice {
         Ok(Self {
             blas: Mutex::new(blas),
             lt: Mutex::new(lt),
-            events: Mutex::new(Vec::new()),
-            staging: Mutex::new(None),
+            events: EventLog::default(),
+            staging: Staging::default(),
             functions,
             module,
             stream,
@@ -142,21 +143,10 @@ impl HipDevice {
     /// work or allocates binds first.
     fn bind(&self) -> GpuResult<()> {
         // Only when it differs, so that nothing but a query runs while the stream is capturing.
-        if hip::current_device(&self.hip).map_err(hip_error)? == self.ordinal {
+        if hip::current_device(&self.hip).map_err(GpuError::Hip)? == self.ordinal {
             return Ok(());
         }
-        hip::set_device(&self.hip, self.ordinal).map_err(hip_error)
-    }
-
-    /// The pinned staging buffer, grown to at least `bytes`.
-    fn staging(&self, bytes: usize) -> GpuResult<MutexGuard<'_, Option<PinnedMemory>>> {
-        let mut staging = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-        if staging.as_ref().is_none_or(|s| s.len() < bytes) {
-            *staging = None;
-            *staging =
-                Some(PinnedMemory::alloc(&self.hip, bytes.next_power_of_two()).map_err(hip_error)?);
-        }
-        Ok(staging)
+        hip::set_device(&self.hip, self.ordinal).map_err(GpuError::Hip)
     }
 
     fn rocblas_gemm(&self, g: &ColumnMajorGemm) -> GpuResult<()> {
@@ -181,25 +171,37 @@ impl HipDevice {
             batch: g.batch as i32,
         };
         // SAFETY: the addresses are device buffers the caller sized for these shapes.
-        unsafe { blas.handle.half_gemm(&half) }.map_err(|e| GpuError::Call {
-            call: e.call,
-            detail: e.to_string(),
-        })
+        unsafe { blas.handle.half_gemm(&half) }.map_err(GpuError::Rocblas)
     }
+}
+
+impl PinnedBuffer for PinnedMemory {
+    fn capacity(&self) -> usize {
+        PinnedMemory::len(self)
+    }
+
+    fn host_bytes(&mut self) -> GpuResult<&mut [u8]> {
+        Ok(self.as_mut_slice())
+    }
+}
+
+/// A new pinned staging buffer of `bytes`.
+fn pinned(hip: &Arc<Hip>, bytes: usize) -> GpuResult<PinnedMemory> {
+    PinnedMemory::alloc(hip, bytes).map_err(GpuError::Hip)
 }
 
 /// Name, arch, memory, compute units and wave size of GPU `ordinal`.
 fn device_info(hip: &Hip, ordinal: usize) -> GpuResult<DeviceInfo> {
-    let attribute = |a| hip::device_attribute(hip, a, ordinal).map_err(hip_error);
+    let attribute = |a| hip::device_attribute(hip, a, ordinal).map_err(GpuError::Hip);
     Ok(DeviceInfo {
-        name: hip::device_name(hip, ordinal).map_err(hip_error)?,
-        arch: hip::arch_name(hip, ordinal).map_err(hip_error)?,
-        memory_bytes: hip::total_memory(hip, ordinal).map_err(hip_error)?,
+        name: hip::device_name(hip, ordinal).map_err(GpuError::Hip)?,
+        arch: hip::arch_name(hip, ordinal).map_err(GpuError::Hip)?,
+        memory_bytes: hip::total_memory(hip, ordinal).map_err(GpuError::Hip)?,
         multiprocessors: attribute(HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
         warp_size: attribute(HIP_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32,
         runtime: format!(
             "HIP runtime {}",
-            version_text(hip::runtime_version(hip).map_err(hip_error)?)
+            version_text(hip::runtime_version(hip).map_err(GpuError::Hip)?)
         ),
     })
 }
@@ -229,7 +231,7 @@ fn open_rocblas(
         library: "rocBLAS",
         detail: format!("{e} (install the rocblas package of this ROCm release)"),
     })?;
-    let workspace = DeviceMemory::alloc(hip, ROCBLAS_WORKSPACE_BYTES).map_err(hip_error)?;
+    let workspace = DeviceMemory::alloc(hip, ROCBLAS_WORKSPACE_BYTES).map_err(GpuError::Hip)?;
     // SAFETY: the stream and the workspace outlive the handle (all owned by the device, the
     // handle dropped first).
     let handle = unsafe {
@@ -240,10 +242,7 @@ fn open_rocblas(
             ROCBLAS_WORKSPACE_BYTES,
         )
     }
-    .map_err(|e| GpuError::Call {
-        call: e.call,
-        detail: e.to_string(),
-    })?;
+    .map_err(GpuError::Rocblas)?;
     Ok(Blas {
         handle,
         _workspace: workspace,
@@ -262,7 +261,7 @@ impl GpuDevice for HipDevice {
 
     fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer> {
         self.bind()?;
-        let memory = DeviceMemory::alloc(&self.hip, bytes).map_err(hip_error)?;
+        let memory = DeviceMemory::alloc(&self.hip, bytes).map_err(GpuError::Hip)?;
         Ok(GpuBuffer::new(memory.address(), bytes, Box::new(memory)))
     }
 
@@ -273,50 +272,60 @@ impl GpuDevice for HipDevice {
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> GpuResult<()> {
         self.bind()?;
-        let mut staging = self.staging(bytes)?;
-        let pinned = &mut staging
-            .as_mut()
-            .expect("staging sized above")
-            .as_mut_slice()[..bytes];
-        fill(pinned);
-        // SAFETY: dst is a device buffer of at least `bytes` bytes; the staging memory is not
-        // touched again before the copy completes (we wait for it below).
-        unsafe {
-            hip::memcpy_async(
-                &self.hip,
-                dst as *mut c_void,
-                pinned.as_ptr().cast(),
-                bytes,
-                MEMCPY_HOST_TO_DEVICE,
-                self.stream.handle(),
-            )
-        }
-        .map_err(hip_error)?;
-        self.synchronize()
+        self.staging.with_bytes(
+            bytes,
+            |len| pinned(&self.hip, len),
+            |pinned| {
+                fill(pinned);
+                // SAFETY: dst is a device buffer of at least `bytes` bytes; the staging memory
+                // is not touched again before the copy completes (we wait for it below).
+                unsafe {
+                    hip::memcpy_async(
+                        &self.hip,
+                        dst as *mut c_void,
+                        pinned.as_ptr().cast(),
+                        bytes,
+                        MEMCPY_HOST_TO_DEVICE,
+                        self.stream.handle(),
+                    )
+                }
+                .map_err(GpuError::Hip)?;
+                self.synchronize()
+            },
+        )
     }
 
     fn download_with(&self, src: u64, bytes: usize, read: &mut dyn FnMut(&[u8])) -> GpuResult<()> {
         self.bind()?;
-        let mut staging = self.staging(bytes)?;
-        let pinned = &mut staging
-            .as_mut()
-            .expect("staging sized above")
-            .as_mut_slice()[..bytes];
-        // SAFETY: src is a device buffer of at least `bytes` bytes; we wait for the copy.
-        unsafe {
-            hip::memcpy_async(
-                &self.hip,
-                pinned.as_mut_ptr().cast(),
-                src as *const c_void,
-                bytes,
-                MEMCPY_DEVICE_TO_HOST,
-                self.stream.handle(),
-            )
-        }
-        .map_err(hip_error)?;
-        self.synchronize()?;
-        read(pinned);
-        Ok(())
+        self.staging.with_bytes(
+            bytes,
+            |len| pinned(&self.hip, len),
+            |pinned| {
+                staging::download_in_pieces(
+                    pinned,
+                    |range, piece| {
+                        // SAFETY: src is a device buffer of at least `bytes` bytes; the piece
+                        // is read only after its event says the copy has landed.
+                        unsafe {
+                            hip::memcpy_async(
+                                &self.hip,
+                                piece.as_mut_ptr().cast(),
+                                (src + range.start as u64) as *const c_void,
+                                piece.len(),
+                                MEMCPY_DEVICE_TO_HOST,
+                                self.stream.handle(),
+                            )
+                        }
+                        .map_err(GpuError::Hip)?;
+                        let landed = Event::new(&self.hip)?;
+                        landed.record(&self.stream)?;
+                        Ok(landed)
+                    },
+                    |landed| Ok(landed.synchronize()?),
+                    read,
+                )
+            },
+        )
     }
 
     fn fill(&self, dst: u64, bytes: usize, value: u8) -> GpuResult<()> {
@@ -331,7 +340,7 @@ impl GpuDevice for HipDevice {
                 self.stream.handle(),
             )
         }
-        .map_err(hip_error)
+        .map_err(GpuError::Hip)
     }
 
     fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
@@ -358,12 +367,12 @@ impl GpuDevice for HipDevice {
                 &mut params,
             )
         }
-        .map_err(hip_error)
+        .map_err(GpuError::Hip)
     }
 
     fn memory(&self) -> GpuResult<(usize, usize)> {
         self.bind()?;
-        let (free, total) = hip::memory_info(&self.hip).map_err(hip_error)?;
+        let (free, total) = hip::memory_info(&self.hip).map_err(GpuError::Hip)?;
         Ok((total - free, total))
     }
 
@@ -391,22 +400,19 @@ impl GpuDevice for HipDevice {
 
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
         self.bind()?;
-        let fused = match path {
-            GemmPath::Lt => match &mut *self.lt.lock().unwrap_or_else(|e| e.into_inner()) {
-                Lt::Ready(cache) => cache.linear(&self.stream, op)?,
-                Lt::Missing(why) => {
-                    return Err(GpuError::LibraryMissing {
-                        library: "hipBLASLt",
-                        detail: format!("{why}; use -o gemm=blas"),
-                    });
-                }
+        gemm::linear_on(
+            self,
+            path,
+            op,
+            |op| match &mut *self.lt.lock().unwrap_or_else(|e| e.into_inner()) {
+                Lt::Ready(cache) => cache.linear(op),
+                Lt::Missing(why) => Err(GpuError::LibraryMissing {
+                    library: "hipBLASLt",
+                    detail: format!("{why}; use -o gemm=blas"),
+                }),
             },
-            GemmPath::Blas => {
-                self.rocblas_gemm(&ColumnMajorGemm::from(op))?;
-                Fused::Nothing
-            }
-        };
-        gemm::finish_with_kernel(self, op, fused)
+            |g| self.rocblas_gemm(g),
+        )
     }
 
     fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
@@ -415,19 +421,19 @@ impl GpuDevice for HipDevice {
     }
 
     fn synchronize(&self) -> GpuResult<()> {
-        self.stream.synchronize().map_err(hip_error)
+        self.stream.synchronize().map_err(GpuError::Hip)
     }
 
     fn begin_capture(&self) -> GpuResult<()> {
         self.bind()?;
-        self.stream.begin_capture().map_err(hip_error)
+        self.stream.begin_capture().map_err(GpuError::Hip)
     }
 
     fn end_capture(&self) -> GpuResult<Box<dyn GpuGraph>> {
         let graph = self
             .stream
             .end_capture()
-            .map_err(hip_error)?
+            .map_err(GpuError::Hip)?
             .ok_or_else(|| GpuError::Call {
                 call: "hipStreamEndCapture",
                 detail: "nothing was captured".to_owned(),
@@ -439,23 +445,17 @@ impl GpuDevice for HipDevice {
     }
 
     fn record_event(&self) -> GpuResult<usize> {
-        let event = Event::new(&self.hip).map_err(hip_error)?;
-        event.record(&self.stream).map_err(hip_error)?;
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        events.push(event);
-        Ok(events.len() - 1)
+        let event = Event::new(&self.hip)?;
+        event.record(&self.stream)?;
+        Ok(self.events.push(event))
     }
 
     fn elapsed_ms(&self, start: usize, end: usize) -> GpuResult<f32> {
-        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        events[start].elapsed_ms(&events[end]).map_err(hip_error)
+        self.events.between(start, end, |a, b| Ok(a.elapsed_ms(b)?))
     }
 
     fn clear_events(&self) {
-        self.events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.events.clear();
     }
 }
 

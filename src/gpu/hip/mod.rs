@@ -21,14 +21,6 @@ use rocblas_sys::Rocblas;
 
 use super::{GpuError, kernels};
 
-/// A failed HIP call as a [`GpuError`] naming the call.
-fn hip_error(e: hip_sys::HipError) -> GpuError {
-    GpuError::Call {
-        call: e.call,
-        detail: e.to_string(),
-    }
-}
-
 impl From<LoadError> for GpuError {
     fn from(e: LoadError) -> Self {
         GpuError::LibraryMissing {
@@ -119,15 +111,12 @@ fn runtime_dir(hip: &Hip) -> Option<&Path> {
 
 /// comgr of the runtime's install and the ISA names it knows.
 fn comgr_isas(hip: &Hip) -> Result<(PathBuf, Vec<String>), GpuError> {
-    let version = runtime_version(hip).map_err(hip_error)?;
+    let version = runtime_version(hip).map_err(GpuError::Hip)?;
     let comgr = Comgr::load(runtime_dir(hip), version).map_err(|e| GpuError::LibraryMissing {
         library: "comgr (the code object manager hipRTC compiles through)",
         detail: e.to_string(),
     })?;
-    let isas = comgr.isa_names().map_err(|e| GpuError::Call {
-        call: e.call,
-        detail: e.to_string(),
-    })?;
+    let isas = comgr.isa_names()?;
     Ok((comgr.library, isas))
 }
 
