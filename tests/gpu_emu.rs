@@ -12,11 +12,14 @@ use common::gpu::{
     bundled, check_against_cpu, check_backend_against_cpu_on,
     check_first_passes_right_after_creation,
 };
-use common::kernels;
+use common::tower::{TowerSpec, raw_tower, to_net};
+use common::{conv_kernels, kernels};
 use lc0rs::gpu::GpuDevice;
 use lc0rs::gpu::emu::library::BuildConfig;
 use lc0rs::gpu::emu::{EmuDevice, LtRelease};
 use lc0rs::weights::format::Activation;
+use lc0rs::weights::proto::network_format::{NetworkStructure, PolicyFormat};
+use lc0rs::weights::{LoadOptions, Model, load_model_bytes};
 
 const WAVES: [u32; 2] = [64, 32];
 
@@ -66,6 +69,109 @@ fn warp_layer_norm_kernels_match_f64() {
 #[test]
 fn dense_rows_kernel_matches_f64() {
     at_each_wave(kernels::check_dense_rows);
+}
+
+#[test]
+fn conv_gather_kernel_is_exact() {
+    at_each_wave(conv_kernels::check_conv_gather);
+}
+
+#[test]
+fn residual_kernels_match_f64() {
+    at_each_wave(|device| {
+        conv_kernels::check_bias_residual_act(device);
+        conv_kernels::check_se_residual(device);
+    });
+}
+
+#[test]
+fn policy_gather_kernel_is_exact() {
+    at_each_wave(conv_kernels::check_policy_gather);
+}
+
+/// A tower of `spec` as lc0 stores it (batch norm unfolded), loaded as the file would be.
+fn tower(spec: TowerSpec, structure: NetworkStructure, seed: u64) -> Model {
+    use prost::Message;
+    let net = to_net(&raw_tower(&spec, seed), structure);
+    let model = load_model_bytes(net.encode_to_vec(), "tower.pb", &LoadOptions::default())
+        .unwrap()
+        .0;
+    assert!(matches!(model, Model::Residual(_)));
+    model
+}
+
+const SE_TOWER: TowerSpec = TowerSpec {
+    filters: 8,
+    blocks: 2,
+    se_channels: Some(4),
+    policy: PolicyFormat::PolicyConvolution,
+    wdl: true,
+    moves_left: true,
+    mish: true,
+    old_batch_norm: false,
+};
+
+/// The `tiny-se` preset (SE blocks, mish, convolution policy, WDL, moves left) through the
+/// whole executor, both GEMM paths, with and without graphs, at both wave sizes.
+#[test]
+fn tiny_se_tower_matches_cpu() {
+    use lc0rs::netgen::{generate_tower, tower_preset};
+    if emulated(64).is_none() {
+        return;
+    }
+    let network = generate_tower(&tower_preset("tiny-se").unwrap(), 5);
+    check_backend_against_cpu_on(
+        "hip-emu",
+        "tiny-se",
+        &network,
+        &["", "wave=32", "wave=32,gemm=blas,graph=false"],
+        12,
+        &[1, 7],
+    );
+}
+
+/// Classical blocks (no SE), ReLU, the classical policy head and a scalar (tanh) value head
+/// without moves left; then the attention policy head over an SE tower (its SELU embedding).
+#[test]
+fn classical_and_attention_policy_towers_match_cpu() {
+    if emulated(64).is_none() {
+        return;
+    }
+    let classical = TowerSpec {
+        se_channels: None,
+        policy: PolicyFormat::PolicyClassical,
+        wdl: false,
+        moves_left: false,
+        mish: false,
+        ..SE_TOWER
+    };
+    let attention = TowerSpec {
+        policy: PolicyFormat::PolicyAttention,
+        ..SE_TOWER
+    };
+    for (label, model) in [
+        (
+            "classical",
+            tower(
+                classical,
+                NetworkStructure::NetworkClassicalWithHeadformat,
+                31,
+            ),
+        ),
+        (
+            "attention policy",
+            tower(attention, NetworkStructure::NetworkSeWithHeadformat, 32),
+        ),
+    ] {
+        check_backend_against_cpu_on(
+            "hip-emu",
+            label,
+            &model,
+            &["", "wave=32,gemm=blas"],
+            9,
+            &[1, 9],
+        );
+    }
 }
 
 /// The whole executor on the bundled nets, both GEMM paths, with and without graphs, at both
@@ -162,11 +268,12 @@ fn a_broken_shuffle_fails_the_kernel_checks() {
     let mut config = BuildConfig::new(64).unwrap();
     config.broken_shuffle = true;
     let device = EmuDevice::new(&config, LtRelease::Rocm7).unwrap();
-    let checks: [(&str, &KernelCheck); 4] = [
+    let checks: [(&str, &KernelCheck); 5] = [
         ("attention", &|d| kernels::check_attention(d, false)),
         ("layer_norm", &kernels::check_layer_norm),
         ("warp_layer_norm", &kernels::check_warp_layer_norm),
         ("dense_rows", &kernels::check_dense_rows),
+        ("se_residual", &conv_kernels::check_se_residual),
     ];
     for (name, check) in checks {
         let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&device)));

@@ -8,12 +8,13 @@ pub fn source() -> String {
     [
         include_str!("../../hip/prelude.h"),
         include_str!("../../hip/kernels.hip"),
+        include_str!("../../hip/conv.hip"),
     ]
     .join("\n")
 }
 
-/// The kernel entry points every vendor compiles from `hip/kernels.hip`.
-pub const KERNEL_NAMES: [&str; 23] = [
+/// The kernel entry points every vendor compiles from `hip/kernels.hip` and `hip/conv.hip`.
+pub const KERNEL_NAMES: [&str; 27] = [
     "expand_tokens",
     "pe_dense_input",
     "bias_activation",
@@ -37,6 +38,10 @@ pub const KERNEL_NAMES: [&str; 23] = [
     "attention_d64",
     "policy_finish",
     "value_finish",
+    "conv_gather3x3",
+    "bias_residual_act",
+    "se_residual",
+    "policy_gather",
 ];
 
 /// NVIDIA-only fast paths (tensor cores), compiled under `GPU_CUDA` from
