@@ -12,14 +12,12 @@ use common::gpu::{
     bundled, check_against_cpu, check_backend_against_cpu_on,
     check_first_passes_right_after_creation,
 };
-use common::tower::{TowerSpec, raw_tower, to_net};
+use common::tower::gpu_test_towers;
 use common::{conv_kernels, kernels};
 use lc0rs::gpu::GpuDevice;
 use lc0rs::gpu::emu::library::BuildConfig;
 use lc0rs::gpu::emu::{EmuDevice, LtRelease};
 use lc0rs::weights::format::Activation;
-use lc0rs::weights::proto::network_format::{NetworkStructure, PolicyFormat};
-use lc0rs::weights::{LoadOptions, Model, load_model_bytes};
 
 const WAVES: [u32; 2] = [64, 32];
 
@@ -89,28 +87,6 @@ fn policy_gather_kernel_is_exact() {
     at_each_wave(conv_kernels::check_policy_gather);
 }
 
-/// A tower of `spec` as lc0 stores it (batch norm unfolded), loaded as the file would be.
-fn tower(spec: TowerSpec, structure: NetworkStructure, seed: u64) -> Model {
-    use prost::Message;
-    let net = to_net(&raw_tower(&spec, seed), structure);
-    let model = load_model_bytes(net.encode_to_vec(), "tower.pb", &LoadOptions::default())
-        .unwrap()
-        .0;
-    assert!(matches!(model, Model::Residual(_)));
-    model
-}
-
-const SE_TOWER: TowerSpec = TowerSpec {
-    filters: 8,
-    blocks: 2,
-    se_channels: Some(4),
-    policy: PolicyFormat::PolicyConvolution,
-    wdl: true,
-    moves_left: true,
-    mish: true,
-    old_batch_norm: false,
-};
-
 /// The `tiny-se` preset (SE blocks, mish, convolution policy, WDL, moves left) through the
 /// whole executor, both GEMM paths, with and without graphs, at both wave sizes.
 #[test]
@@ -137,32 +113,7 @@ fn classical_and_attention_policy_towers_match_cpu() {
     if emulated(64).is_none() {
         return;
     }
-    let classical = TowerSpec {
-        se_channels: None,
-        policy: PolicyFormat::PolicyClassical,
-        wdl: false,
-        moves_left: false,
-        mish: false,
-        ..SE_TOWER
-    };
-    let attention = TowerSpec {
-        policy: PolicyFormat::PolicyAttention,
-        ..SE_TOWER
-    };
-    for (label, model) in [
-        (
-            "classical",
-            tower(
-                classical,
-                NetworkStructure::NetworkClassicalWithHeadformat,
-                31,
-            ),
-        ),
-        (
-            "attention policy",
-            tower(attention, NetworkStructure::NetworkSeWithHeadformat, 32),
-        ),
-    ] {
+    for (label, model) in gpu_test_towers() {
         check_backend_against_cpu_on(
             "hip-emu",
             label,
@@ -172,6 +123,23 @@ fn classical_and_attention_policy_towers_match_cpu() {
             &[1, 9],
         );
     }
+}
+
+/// The real Maia 1900 net (`scripts/fetch-maia.sh`; SE blocks, ReLU, convolution policy, WDL)
+/// at both wave sizes, where the file is present.
+#[test]
+fn maia_matches_cpu() {
+    let path = std::env::var_os("LC0RS_MAIA_NET").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/maia/maia-1900.pb.gz"),
+        std::path::PathBuf::from,
+    );
+    if emulated(64).is_none() || !path.is_file() {
+        eprintln!("skipped: no emulator or no {}", path.display());
+        return;
+    }
+    let options = lc0rs::weights::LoadOptions::default();
+    let (model, _) = lc0rs::weights::load_model_file_with_info(&path, &options).unwrap();
+    check_backend_against_cpu_on("hip-emu", "maia", &model, &["", "wave=32"], 8, &[1, 4]);
 }
 
 /// The whole executor on the bundled nets, both GEMM paths, with and without graphs, at both

@@ -18,10 +18,10 @@ pub fn bundled(name: &str) -> Network {
 
 /// `backend` with each of `option_sets` against the cpu oracle on 100 random positions, at
 /// batch sizes 1, 7 and 64, each twice (the eager first pass, then the captured graph).
-pub fn check_backend_against_cpu(
+pub fn check_backend_against_cpu<N: Clone + Into<Model>>(
     backend: &str,
     label: &str,
-    network: &Network,
+    network: &N,
     option_sets: &[&str],
 ) {
     check_backend_against_cpu_on(backend, label, network, option_sets, 100, &[1, 7, 64]);

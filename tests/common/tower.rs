@@ -389,3 +389,63 @@ pub fn from_net(net: &Net) -> RawTower {
         moves_left,
     }
 }
+
+/// A tower of `spec` as lc0 stores it (batch norm unfolded), loaded as the file would be.
+pub fn load_tower(
+    spec: &TowerSpec,
+    structure: NetworkStructure,
+    seed: u64,
+) -> lc0rs::weights::Model {
+    use lc0rs::weights::{LoadOptions, Model, load_model_bytes};
+    use prost::Message;
+    let net = to_net(&raw_tower(spec, seed), structure);
+    let model = load_model_bytes(net.encode_to_vec(), "tower.pb", &LoadOptions::default())
+        .unwrap()
+        .0;
+    assert!(matches!(model, Model::Residual(_)));
+    model
+}
+
+/// An 8-filter, 2-block SE tower with the convolution policy, WDL, moves left and mish; the
+/// GPU tests vary it.
+pub const SMALL_SE_TOWER: TowerSpec = TowerSpec {
+    filters: 8,
+    blocks: 2,
+    se_channels: Some(4),
+    policy: PolicyFormat::PolicyConvolution,
+    wdl: true,
+    moves_left: true,
+    mish: true,
+    old_batch_norm: false,
+};
+
+/// The GPU tests' classical tower (no SE, ReLU, classical policy, tanh value, no moves left)
+/// and attention-policy tower (SE, mish), with the structure each is stored as.
+pub fn gpu_test_towers() -> [(&'static str, lc0rs::weights::Model); 2] {
+    let classical = TowerSpec {
+        se_channels: None,
+        policy: PolicyFormat::PolicyClassical,
+        wdl: false,
+        moves_left: false,
+        mish: false,
+        ..SMALL_SE_TOWER
+    };
+    let attention = TowerSpec {
+        policy: PolicyFormat::PolicyAttention,
+        ..SMALL_SE_TOWER
+    };
+    [
+        (
+            "classical",
+            load_tower(
+                &classical,
+                NetworkStructure::NetworkClassicalWithHeadformat,
+                31,
+            ),
+        ),
+        (
+            "attention policy",
+            load_tower(&attention, NetworkStructure::NetworkSeWithHeadformat, 32),
+        ),
+    ]
+}

@@ -211,7 +211,9 @@ impl TowerForward<'_> {
         let columns = self.b.columns.ptr();
         self.ops.device.launch(
             "conv_gather3x3",
-            Launch::elements(n * SQUARES * conv.inputs / if channels % 8 == 0 { 8 } else { 1 }),
+            Launch::elements(
+                n * SQUARES * conv.inputs / if channels.is_multiple_of(8) { 8 } else { 1 },
+            ),
             &[
                 KernelArg::Ptr(x),
                 KernelArg::I32(channels as i32),
