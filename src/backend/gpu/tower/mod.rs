@@ -13,7 +13,7 @@ use super::pass::NetworkPass;
 use super::policy::PolicyBuffers;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::activation_code;
-use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuResult, KernelArg, Launch};
+use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuError, GpuResult, KernelArg, Launch};
 use crate::weights::format::{Activation, NetFormat};
 use crate::weights::tower::TowerNetwork;
 use weights::{BlockGpu, ConvHeadGpu, TowerGpu, TowerPolicyGpu};
@@ -325,10 +325,11 @@ impl TowerForward<'_> {
                 self.gather_policy(b.head_planes.ptr(), SQUARES * planes, map, n)
             }
             TowerPolicyGpu::Attention(head) => {
-                let buffers = b
-                    .attention_policy
-                    .as_ref()
-                    .expect("made for an attention policy");
+                // Made with the lane's buffers whenever the head is an attention policy.
+                let buffers = b.attention_policy.as_ref().ok_or_else(|| GpuError::Call {
+                    call: "tower attention policy",
+                    detail: "the lane has no buffers for it".to_owned(),
+                })?;
                 // lc0 runs these heads' embedding with SELU whatever the file says.
                 head.enqueue(&self.ops, (b.x.ptr(), Activation::Selu), buffers, out, n)
             }
