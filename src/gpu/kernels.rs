@@ -133,6 +133,11 @@ pub fn layer_norm_warp_kernel(
     })
 }
 
+/// Threads per block of `se_residual` (one block per position): its loops are latency-bound
+/// (measured on the H200 for T78 at batch 1: 160 µs per block of 256 threads), so a block takes
+/// as many threads as it may.
+pub const SE_RESIDUAL_THREADS: u32 = 1024;
+
 /// Threads per block of the portable attention kernels (`ATTENTION_THREADS` in hip/attention.hip).
 pub const ATTENTION_THREADS: u32 = 128;
 /// Threads per block of the tensor-core attention kernels (`MMA_ATTENTION_THREADS`).

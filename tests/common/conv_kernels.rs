@@ -3,14 +3,11 @@
 //! scale-and-bias form, the policy maps), for every device. Outputs are poisoned (NaN) first.
 
 use half::f16;
-use lc0rs::gpu::kernels::activation_code;
+use lc0rs::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, KernelArg, Launch};
 use lc0rs::weights::format::Activation;
 
 use super::kernels::{download, poisoned, random_f16, upload};
-
-/// Threads per block of the executor's row kernels (`ROW_THREADS`).
-const ROW_THREADS: u32 = 256;
 
 fn mish(v: f64) -> f64 {
     v * (1.0 + v.exp()).ln().tanh()
@@ -138,7 +135,7 @@ pub fn check_se_residual(device: &dyn GpuDevice) {
                 "se_residual",
                 Launch {
                     grid: [batch as u32, 1, 1],
-                    block: [ROW_THREADS, 1, 1],
+                    block: [SE_RESIDUAL_THREADS, 1, 1],
                     shared_bytes: ((3 * channels + se) * 4) as u32,
                 },
                 &[

@@ -390,15 +390,11 @@ pub fn from_net(net: &Net) -> RawTower {
     }
 }
 
-/// A tower of `spec` as lc0 stores it (batch norm unfolded), loaded as the file would be.
-pub fn load_tower(
-    spec: &TowerSpec,
-    structure: NetworkStructure,
-    seed: u64,
-) -> lc0rs::weights::Model {
+/// A tower as lc0 stores it (batch norm unfolded), loaded as the file would be.
+pub fn load_tower(raw: &RawTower, structure: NetworkStructure) -> lc0rs::weights::Model {
     use lc0rs::weights::{LoadOptions, Model, load_model_bytes};
     use prost::Message;
-    let net = to_net(&raw_tower(spec, seed), structure);
+    let net = to_net(raw, structure);
     let model = load_model_bytes(net.encode_to_vec(), "tower.pb", &LoadOptions::default())
         .unwrap()
         .0;
@@ -434,18 +430,24 @@ pub fn gpu_test_towers() -> [(&'static str, lc0rs::weights::Model); 2] {
         policy: PolicyFormat::PolicyAttention,
         ..SMALL_SE_TOWER
     };
+    // This random head's logits span so wide a range that fp16's relative error (logits
+    // rel-L2 1.5e-3 on an H200) moved the most probable move's probability by up to 6.8e-3,
+    // beyond selftest's 5e-3; a quarter of its query weights keeps the check about the pass.
+    let mut attention = raw_tower(&attention, 32);
+    if let RawPolicy::Attention(_, query, _, _) = &mut attention.policy {
+        query.w.iter_mut().for_each(|w| *w *= 0.25);
+    }
     [
         (
             "classical",
             load_tower(
-                &classical,
+                &raw_tower(&classical, 31),
                 NetworkStructure::NetworkClassicalWithHeadformat,
-                31,
             ),
         ),
         (
             "attention policy",
-            load_tower(&attention, NetworkStructure::NetworkSeWithHeadformat, 32),
+            load_tower(&attention, NetworkStructure::NetworkSeWithHeadformat),
         ),
     ]
 }

@@ -7,12 +7,12 @@ pub mod weights;
 
 use super::dense::DenseGpu;
 use super::ops::{
-    Cost, HALF, IoBuffers, Ops, PLANES, ROW_THREADS, SQUARES, finish_value, linear_cost, pass_cost,
+    Cost, HALF, IoBuffers, Ops, PLANES, SQUARES, finish_value, linear_cost, pass_cost,
 };
 use super::pass::NetworkPass;
 use super::policy::PolicyBuffers;
 use crate::chess::policy_index::POLICY_SIZE;
-use crate::gpu::kernels::activation_code;
+use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code};
 use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuError, GpuResult, KernelArg, Launch};
 use crate::weights::format::{Activation, NetFormat};
 use crate::weights::tower::TowerNetwork;
@@ -270,7 +270,7 @@ impl TowerForward<'_> {
                 "se_residual",
                 Launch {
                     grid: [n as u32, 1, 1],
-                    block: [ROW_THREADS, 1, 1],
+                    block: [SE_RESIDUAL_THREADS, 1, 1],
                     shared_bytes: (floats * size_of::<f32>()) as u32,
                 },
                 &[
