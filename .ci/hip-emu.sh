@@ -1,7 +1,7 @@
 # CI for the emulated AMD GPU (backend hip-emu), sourced by .ci/run before `cargo test`: installs
 # what the emulator needs (g++, TBB), checks that HIP-CPU is where lc0rs looks for it (beside the
 # checkout, or $LC0RS_HIP_CPU), makes the emulator's tests in `cargo test` required, and runs
-# `lc0rs selftest -b hip-emu` at both wave sizes on the bundled nets.
+# `lc0rs selftest -b hip-emu` at both wave sizes on the bundled nets and the tiny-se tower.
 
 echo "== hip-emu: the rocm-fp16 executor on an emulated AMD GPU (HIP-CPU)"
 have_tbb() { [ -f /usr/include/oneapi/tbb.h ] || [ -f /usr/include/tbb/tbb.h ]; }
@@ -24,4 +24,9 @@ for wave in 64 32; do
     echo "-- selftest -b hip-emu -o wave=$wave -w $net"
     target/debug/lc0rs selftest -b hip-emu -o "wave=$wave" -w "$net" --positions 16 --batch 1,7,16
   done
+done
+# A residual tower (SE blocks, convolution policy, WDL, moves left), generated into the cache.
+for wave in 64 32; do
+  echo "-- selftest -b hip-emu -o wave=$wave -w preset:tiny-se"
+  target/debug/lc0rs selftest -b hip-emu -o "wave=$wave" -w preset:tiny-se --positions 16 --batch 1,7,16
 done

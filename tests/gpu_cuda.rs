@@ -9,7 +9,8 @@ use common::gpu::{
     bundled, check_against_cpu, check_backend_against_cpu, check_concurrent_against_cpu,
     check_first_passes_right_after_creation,
 };
-use common::kernels;
+use common::tower::gpu_test_towers;
+use common::{conv_kernels, kernels};
 use lc0rs::backend::create_backend;
 use lc0rs::gpu::cuda::CudaDevice;
 use lc0rs::selftest::{encode_all, random_histories};
@@ -203,4 +204,45 @@ fn first_passes_right_after_creation_match_cpu() {
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn cuda_overflow_is_an_error_not_nan() {
     common::gpu::check_overflow_is_reported("cuda-fp16");
+}
+
+/// The residual-tower kernels (common::conv_kernels).
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn conv_kernels_match_cpu() {
+    let device = device();
+    conv_kernels::check_conv_gather(&device);
+    conv_kernels::check_bias_residual_act(&device);
+    conv_kernels::check_se_residual(&device);
+    conv_kernels::check_policy_gather(&device);
+}
+
+/// Residual towers through the whole backend: the `tiny-se` preset (SE, mish, convolution
+/// policy, WDL, moves left) with every GEMM path and poisoned buffers, then a classical tower
+/// and an attention-policy tower.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn towers_match_cpu() {
+    use lc0rs::netgen::{generate_tower, tower_preset};
+    let tiny_se = generate_tower(&tower_preset("tiny-se").unwrap(), 5);
+    check_backend_against_cpu(
+        "cuda-fp16",
+        "tiny-se",
+        &tiny_se,
+        &[
+            "gemm=lt",
+            "gemm=blas",
+            "gemm=lt,graph=false",
+            "gemm=lt,poison=true",
+            "gemm=blas,max_batch=64,poison=true",
+        ],
+    );
+    for (label, model) in gpu_test_towers() {
+        check_backend_against_cpu(
+            "cuda-fp16",
+            label,
+            &model,
+            &["gemm=lt", "gemm=blas,poison=true"],
+        );
+    }
 }

@@ -12,7 +12,8 @@ use common::gpu::{
     bundled, check_against_cpu, check_backend_against_cpu_on,
     check_first_passes_right_after_creation,
 };
-use common::kernels;
+use common::tower::gpu_test_towers;
+use common::{conv_kernels, kernels};
 use lc0rs::gpu::GpuDevice;
 use lc0rs::gpu::emu::library::BuildConfig;
 use lc0rs::gpu::emu::{EmuDevice, LtRelease};
@@ -66,6 +67,79 @@ fn warp_layer_norm_kernels_match_f64() {
 #[test]
 fn dense_rows_kernel_matches_f64() {
     at_each_wave(kernels::check_dense_rows);
+}
+
+#[test]
+fn conv_gather_kernel_is_exact() {
+    at_each_wave(conv_kernels::check_conv_gather);
+}
+
+#[test]
+fn residual_kernels_match_f64() {
+    at_each_wave(|device| {
+        conv_kernels::check_bias_residual_act(device);
+        conv_kernels::check_se_residual(device);
+    });
+}
+
+#[test]
+fn policy_gather_kernel_is_exact() {
+    at_each_wave(conv_kernels::check_policy_gather);
+}
+
+/// The `tiny-se` preset (SE blocks, mish, convolution policy, WDL, moves left) through the
+/// whole executor, both GEMM paths, with and without graphs, at both wave sizes.
+#[test]
+fn tiny_se_tower_matches_cpu() {
+    use lc0rs::netgen::{generate_tower, tower_preset};
+    if emulated(64).is_none() {
+        return;
+    }
+    let network = generate_tower(&tower_preset("tiny-se").unwrap(), 5);
+    check_backend_against_cpu_on(
+        "hip-emu",
+        "tiny-se",
+        &network,
+        &["", "wave=32", "wave=32,gemm=blas,graph=false"],
+        12,
+        &[1, 7],
+    );
+}
+
+/// Classical blocks (no SE), ReLU, the classical policy head and a scalar (tanh) value head
+/// without moves left; then the attention policy head over an SE tower (its SELU embedding).
+#[test]
+fn classical_and_attention_policy_towers_match_cpu() {
+    if emulated(64).is_none() {
+        return;
+    }
+    for (label, model) in gpu_test_towers() {
+        check_backend_against_cpu_on(
+            "hip-emu",
+            label,
+            &model,
+            &["", "wave=32,gemm=blas"],
+            9,
+            &[1, 9],
+        );
+    }
+}
+
+/// The real Maia 1900 net (`scripts/fetch-maia.sh`; SE blocks, ReLU, convolution policy, WDL)
+/// at both wave sizes, where the file is present.
+#[test]
+fn maia_matches_cpu() {
+    let path = std::env::var_os("LC0RS_MAIA_NET").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/maia/maia-1900.pb.gz"),
+        std::path::PathBuf::from,
+    );
+    if emulated(64).is_none() || !path.is_file() {
+        eprintln!("skipped: no emulator or no {}", path.display());
+        return;
+    }
+    let options = lc0rs::weights::LoadOptions::default();
+    let (model, _) = lc0rs::weights::load_model_file_with_info(&path, &options).unwrap();
+    check_backend_against_cpu_on("hip-emu", "maia", &model, &["", "wave=32"], 8, &[1, 4]);
 }
 
 /// The whole executor on the bundled nets, both GEMM paths, with and without graphs, at both
@@ -162,11 +236,12 @@ fn a_broken_shuffle_fails_the_kernel_checks() {
     let mut config = BuildConfig::new(64).unwrap();
     config.broken_shuffle = true;
     let device = EmuDevice::new(&config, LtRelease::Rocm7).unwrap();
-    let checks: [(&str, &KernelCheck); 4] = [
+    let checks: [(&str, &KernelCheck); 5] = [
         ("attention", &|d| kernels::check_attention(d, false)),
         ("layer_norm", &kernels::check_layer_norm),
         ("warp_layer_norm", &kernels::check_warp_layer_norm),
         ("dense_rows", &kernels::check_dense_rows),
+        ("se_residual", &conv_kernels::check_se_residual),
     ];
     for (name, check) in checks {
         let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&device)));

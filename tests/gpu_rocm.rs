@@ -9,6 +9,7 @@ use common::gpu::{
     bundled, check_backend_against_cpu, check_concurrent_against_cpu,
     check_first_passes_right_after_creation,
 };
+use common::tower::gpu_test_towers;
 use lc0rs::weights::format::Activation;
 
 #[test]
@@ -61,4 +62,22 @@ fn rocm_first_passes_right_after_creation_match_cpu() {
 #[ignore = "needs an AMD GPU with ROCm (run with --ignored on one)"]
 fn rocm_overflow_is_an_error_not_nan() {
     common::gpu::check_overflow_is_reported("rocm-fp16");
+}
+
+/// Residual towers: the `tiny-se` preset (SE, mish, convolution policy, WDL, moves left) on
+/// both GEMM paths, then a classical and an attention-policy tower.
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (run with --ignored on one)"]
+fn rocm_towers_match_cpu() {
+    use lc0rs::netgen::{generate_tower, tower_preset};
+    let tiny_se = generate_tower(&tower_preset("tiny-se").unwrap(), 5);
+    check_backend_against_cpu(
+        "rocm-fp16",
+        "tiny-se",
+        &tiny_se,
+        &["", "gemm=blas,poison=true"],
+    );
+    for (label, model) in gpu_test_towers() {
+        check_backend_against_cpu("rocm-fp16", label, &model, &["", "gemm=blas"]);
+    }
 }

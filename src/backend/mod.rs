@@ -52,8 +52,6 @@ pub enum BackendError {
         backend: String,
         error: crate::weights::network::UnknownHead,
     },
-    #[error("backend {backend}: {what}")]
-    UnsupportedNetwork { backend: String, what: String },
     #[error("backend {backend}: {error}")]
     Gpu {
         backend: String,

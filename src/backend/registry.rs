@@ -32,7 +32,6 @@ pub fn best_backend_name() -> &'static str {
 }
 
 /// Creates backend `name` for `network` with lc0-style `options` (`key=value,...`).
-/// Residual-tower networks run on `cpu` only so far.
 pub fn create_backend(
     name: &str,
     network: impl Into<Model>,
@@ -40,29 +39,13 @@ pub fn create_backend(
 ) -> Result<Box<dyn Backend>, BackendError> {
     let options = BackendOptions::parse(options)?;
     let network = network.into();
-    let gpu_network = |network: Model| match network {
-        Model::Attention(network) => Ok(network),
-        Model::Residual(_) => Err(BackendError::UnsupportedNetwork {
-            backend: name.to_owned(),
-            what: "residual-tower (convolutional) networks run on the cpu backend only so far"
-                .to_owned(),
-        }),
-    };
     let backend: Box<dyn Backend> = match name {
         "cpu" => Box::new(CpuBackend::new(network, &options)?),
-        "cuda-fp16" => Box::new(super::gpu::create_cuda(
-            name,
-            gpu_network(network)?,
-            &options,
-        )?),
-        "rocm-fp16" | "rocm" | "hip" | "hip-fp16" | "hip-auto" => Box::new(
-            super::gpu::create_rocm(name, gpu_network(network)?, &options)?,
-        ),
-        "hip-emu" => Box::new(super::gpu::create_hip_emu(
-            name,
-            gpu_network(network)?,
-            &options,
-        )?),
+        "cuda-fp16" => super::gpu::create_cuda(name, network, &options)?,
+        "rocm-fp16" | "rocm" | "hip" | "hip-fp16" | "hip-auto" => {
+            super::gpu::create_rocm(name, network, &options)?
+        }
+        "hip-emu" => super::gpu::create_hip_emu(name, network, &options)?,
         _ => {
             return Err(BackendError::UnknownBackend {
                 name: name.to_owned(),

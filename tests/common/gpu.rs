@@ -4,7 +4,7 @@
 use lc0rs::backend::{BatchOutput, create_backend};
 use lc0rs::netsource::NetSource;
 use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
-use lc0rs::weights::{LoadOptions, Network};
+use lc0rs::weights::{LoadOptions, Model, Network};
 
 pub fn bundled(name: &str) -> Network {
     NetSource::parse(Some(name))
@@ -18,10 +18,10 @@ pub fn bundled(name: &str) -> Network {
 
 /// `backend` with each of `option_sets` against the cpu oracle on 100 random positions, at
 /// batch sizes 1, 7 and 64, each twice (the eager first pass, then the captured graph).
-pub fn check_backend_against_cpu(
+pub fn check_backend_against_cpu<N: Clone + Into<Model>>(
     backend: &str,
     label: &str,
-    network: &Network,
+    network: &N,
     option_sets: &[&str],
 ) {
     check_backend_against_cpu_on(backend, label, network, option_sets, 100, &[1, 7, 64]);
@@ -29,10 +29,10 @@ pub fn check_backend_against_cpu(
 
 /// [`check_backend_against_cpu`] on `positions` random positions at `batches` (an emulated GPU
 /// takes about 0.3 s per pass at batch 1, so it gets fewer).
-pub fn check_backend_against_cpu_on(
+pub fn check_backend_against_cpu_on<N: Clone + Into<Model>>(
     backend: &str,
     label: &str,
-    network: &Network,
+    network: &N,
     option_sets: &[&str],
     positions: usize,
     batches: &[usize],
@@ -61,9 +61,9 @@ pub fn check_backend_against_cpu_on(
 /// `backend` with `options` against the cpu oracle with `oracle_options` on 64 random positions
 /// (games from `seed`), in batches of `batch`; asserts the selftest limits and returns what the
 /// GPU gave.
-pub fn check_against_cpu(
+pub fn check_against_cpu<N: Clone + Into<Model>>(
     backend: &str,
-    network: &Network,
+    network: &N,
     (options, oracle_options): (&str, &str),
     seed: u64,
     batch: usize,

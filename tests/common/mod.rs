@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests (each test binary uses a part of them).
 #![allow(dead_code)]
 
+pub mod conv_kernels;
 pub mod gpu;
 pub mod kernels;
 pub mod naive_tower;

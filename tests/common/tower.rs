@@ -389,3 +389,65 @@ pub fn from_net(net: &Net) -> RawTower {
         moves_left,
     }
 }
+
+/// A tower as lc0 stores it (batch norm unfolded), loaded as the file would be.
+pub fn load_tower(raw: &RawTower, structure: NetworkStructure) -> lc0rs::weights::Model {
+    use lc0rs::weights::{LoadOptions, Model, load_model_bytes};
+    use prost::Message;
+    let net = to_net(raw, structure);
+    let model = load_model_bytes(net.encode_to_vec(), "tower.pb", &LoadOptions::default())
+        .unwrap()
+        .0;
+    assert!(matches!(model, Model::Residual(_)));
+    model
+}
+
+/// An 8-filter, 2-block SE tower with the convolution policy, WDL, moves left and mish; the
+/// GPU tests vary it.
+pub const SMALL_SE_TOWER: TowerSpec = TowerSpec {
+    filters: 8,
+    blocks: 2,
+    se_channels: Some(4),
+    policy: PolicyFormat::PolicyConvolution,
+    wdl: true,
+    moves_left: true,
+    mish: true,
+    old_batch_norm: false,
+};
+
+/// The GPU tests' classical tower (no SE, ReLU, classical policy, tanh value, no moves left)
+/// and attention-policy tower (SE, mish), with the structure each is stored as.
+pub fn gpu_test_towers() -> [(&'static str, lc0rs::weights::Model); 2] {
+    let classical = TowerSpec {
+        se_channels: None,
+        policy: PolicyFormat::PolicyClassical,
+        wdl: false,
+        moves_left: false,
+        mish: false,
+        ..SMALL_SE_TOWER
+    };
+    let attention = TowerSpec {
+        policy: PolicyFormat::PolicyAttention,
+        ..SMALL_SE_TOWER
+    };
+    // This random head's logits span so wide a range that fp16's relative error (logits
+    // rel-L2 1.5e-3 on an H200) moved the most probable move's probability by up to 6.8e-3,
+    // beyond selftest's 5e-3; a quarter of its query weights keeps the check about the pass.
+    let mut attention = raw_tower(&attention, 32);
+    if let RawPolicy::Attention(_, query, _, _) = &mut attention.policy {
+        query.w.iter_mut().for_each(|w| *w *= 0.25);
+    }
+    [
+        (
+            "classical",
+            load_tower(
+                &raw_tower(&classical, 31),
+                NetworkStructure::NetworkClassicalWithHeadformat,
+            ),
+        ),
+        (
+            "attention policy",
+            load_tower(&attention, NetworkStructure::NetworkSeWithHeadformat),
+        ),
+    ]
+}

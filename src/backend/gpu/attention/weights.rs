@@ -1,25 +1,11 @@
 //! The network's weights on the GPU in fp16, laid out for the executor: Q, K and V weights
 //! concatenated so QKV is one GEMM, and the policy's query and key likewise.
 
-use half::f16;
-
-use crate::chess::policy_index::{attention_policy_map, positional_encoding};
-use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuResult};
+use crate::backend::gpu::dense::{DenseGpu, dense, stacked, upload_f16};
+use crate::backend::gpu::policy::PolicyGpu;
+use crate::chess::policy_index::positional_encoding;
+use crate::gpu::{GpuBuffer, GpuDevice, GpuResult};
 use crate::weights::network::{Dense, LayerNorm, Network};
-
-/// A dense layer on the device.
-pub struct DenseGpu {
-    pub inputs: usize,
-    pub outputs: usize,
-    pub w: GpuBuffer,
-    pub b: Option<GpuBuffer>,
-}
-
-impl DenseGpu {
-    pub fn bias(&self) -> Option<DevicePtr> {
-        self.b.as_ref().map(GpuBuffer::ptr)
-    }
-}
 
 pub struct NormGpu {
     pub gamma: GpuBuffer,
@@ -60,14 +46,6 @@ pub struct HeadGpu {
     pub output: DenseGpu,
 }
 
-pub struct PolicyGpu {
-    pub embedding: DenseGpu,
-    /// `[2·Dp][Ep]`: query, then key.
-    pub query_key: DenseGpu,
-    pub promotion: GpuBuffer,
-    pub dp: usize,
-}
-
 /// lc0's gating tensors `[E][64]` (channel-major) as `[64][E]`, the order the embedding's
 /// output is in, so that the gating kernel reads all three in order.
 fn square_major(channel_major: &[f32]) -> Vec<f32> {
@@ -88,47 +66,6 @@ pub struct NetworkGpu {
     pub value: HeadGpu,
     pub moves_left: Option<HeadGpu>,
     pub positional_encoding: GpuBuffer,
-    pub policy_map: GpuBuffer,
-}
-
-fn upload_f16(device: &dyn GpuDevice, values: &[f32]) -> GpuResult<GpuBuffer> {
-    let bytes: Vec<u8> = values
-        .iter()
-        .flat_map(|&v| f16::from_f32(v).to_le_bytes())
-        .collect();
-    let buffer = device.alloc(bytes.len())?;
-    device.upload(buffer.ptr(), &bytes)?;
-    Ok(buffer)
-}
-
-fn dense(device: &dyn GpuDevice, d: &Dense) -> GpuResult<DenseGpu> {
-    Ok(DenseGpu {
-        inputs: d.inputs,
-        outputs: d.outputs,
-        w: upload_f16(device, &d.weights)?,
-        b: d.biases
-            .as_deref()
-            .map(|b| upload_f16(device, b))
-            .transpose()?,
-    })
-}
-
-/// Dense layers with the same inputs stacked along the outputs (`[Σ out][in]`).
-fn stacked(device: &dyn GpuDevice, parts: &[&Dense]) -> GpuResult<DenseGpu> {
-    let weights: Vec<f32> = parts
-        .iter()
-        .flat_map(|d| d.weights.iter().copied())
-        .collect();
-    let biases: Vec<f32> = parts
-        .iter()
-        .flat_map(|d| d.biases.iter().flatten().copied())
-        .collect();
-    Ok(DenseGpu {
-        inputs: parts[0].inputs,
-        outputs: parts.iter().map(|d| d.outputs).sum(),
-        w: upload_f16(device, &weights)?,
-        b: Some(upload_f16(device, &biases)?),
-    })
 }
 
 fn norm(device: &dyn GpuDevice, ln: &LayerNorm) -> GpuResult<NormGpu> {
@@ -176,14 +113,7 @@ impl NetworkGpu {
                 output: dense(device, h.2)?,
             })
         };
-        let p = n.policy();
         let v = n.value();
-        let map: Vec<u8> = attention_policy_map()
-            .iter()
-            .flat_map(|i| i.to_le_bytes())
-            .collect();
-        let policy_map = device.alloc(map.len())?;
-        device.upload(policy_map.ptr(), &map)?;
         Ok(Self {
             embedding: dense(device, &emb.dense)?,
             gating: emb
@@ -215,12 +145,7 @@ impl NetworkGpu {
                 .as_ref()
                 .map(|g| dense(device, g))
                 .transpose()?,
-            policy: PolicyGpu {
-                embedding: dense(device, &p.embedding)?,
-                query_key: stacked(device, &[&p.query, &p.key])?,
-                promotion: upload_f16(device, &p.promotion)?,
-                dp: p.query.outputs,
-            },
+            policy: PolicyGpu::upload(device, n.policy())?,
             value: head((&v.embedding, &v.hidden, &v.output))?,
             moves_left: n
                 .moves_left
@@ -228,7 +153,6 @@ impl NetworkGpu {
                 .map(|m| head((&m.embedding, &m.hidden, &m.output)))
                 .transpose()?,
             positional_encoding: upload_f16(device, positional_encoding())?,
-            policy_map,
         })
     }
 }

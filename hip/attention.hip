@@ -1,0 +1,326 @@
+// lc0rs attention kernels (attention bodies): the portable one, and NVIDIA's tensor-core one.
+
+// Threads per block of the attention kernels (the Rust side's ATTENTION_THREADS).
+#define ATTENTION_THREADS 128
+
+// Copies head h's Q, K and V rows of one position (64 × DEPTH each) into shared memory with
+// row stride LD (a multiple of 8), 16 bytes per load.
+template <int DEPTH, int LD>
+static __device__ __forceinline__ void load_qkv(const __half* __restrict__ qkv, long row0, int stride, int d_model,
+                                                int h, __half* qs, __half* ks, __half* vs) {
+  constexpr int CHUNKS = DEPTH / 8;
+  for (int i = threadIdx.x; i < 64 * CHUNKS; i += blockDim.x) {
+    const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+    const __half* src = qkv + (row0 + r) * stride + h * DEPTH + c;
+    copy8(qs + r * LD + c, src);
+    copy8(ks + r * LD + c, src + d_model);
+    copy8(vs + r * LD + c, src + 2 * d_model);
+  }
+}
+
+// Attention for 64 tokens, one block of 128 threads per (head, position). Q, K, V are read in
+// place from the fused QKV output ([rows][3·d_model]: q | k | v) into shared memory (fp16, as
+// stored); the smolgen bias ([position][head][64][64], may be null) is added after the
+// 1/sqrt(depth) scale; softmax in fp32; the context goes to ctx ([rows][d_model]).
+// Each thread computes 4 queries × 8 keys of the scores (keys kq, kq+8, …: neighbouring threads
+// read neighbouring rows of K, so shared-memory loads do not collide) and 4 × DEPTH/8 of the
+// output, reading fp16 pairs (and fp32 pairs of P), so each load feeds several FMAs. Portable: no
+// tensor cores, any warp size.
+template <int DEPTH>
+static __device__ void attention_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
+                                      __half* __restrict__ ctx, int heads) {
+  __shared__ __align__(16) __half qs[64][DEPTH + 8];
+  __shared__ __align__(16) __half ks[64][DEPTH + 8];
+  __shared__ __align__(16) __half vs[64][DEPTH + 8];
+  __shared__ __align__(16) float ss[64][64 + 4];
+  const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x;
+  const int d_model = heads * DEPTH, stride = 3 * d_model;
+  const long row0 = (long)b * 64;
+  load_qkv<DEPTH, DEPTH + 8>(qkv, row0, stride, d_model, h, &qs[0][0], &ks[0][0], &vs[0][0]);
+  __syncthreads();
+  // Scores: queries q0..q0+3, keys kq + 8c.
+  const int q0 = (t / 8) * 4, kq = t % 8;
+  float acc[4][8];
+  #pragma unroll
+  for (int i = 0; i < 4; ++i)
+    #pragma unroll
+    for (int c = 0; c < 8; ++c) acc[i][c] = 0.f;
+  #pragma unroll 4
+  for (int j = 0; j < DEPTH; j += 2) {
+    float2 qv[4], kv[8];
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) qv[i] = __half22float2(*(const __half2*)&qs[q0 + i][j]);
+    #pragma unroll
+    for (int c = 0; c < 8; ++c) kv[c] = __half22float2(*(const __half2*)&ks[kq + 8 * c][j]);
+    #pragma unroll
+    for (int i = 0; i < 4; ++i)
+      #pragma unroll
+      for (int c = 0; c < 8; ++c) acc[i][c] += qv[i].x * kv[c].x + qv[i].y * kv[c].y;
+  }
+  const float scale = rsqrtf((float)DEPTH);
+  #pragma unroll
+  for (int i = 0; i < 4; ++i)
+    #pragma unroll
+    for (int c = 0; c < 8; ++c) ss[q0 + i][kq + 8 * c] = acc[i][c] * scale;
+  __syncthreads();
+  // Bias and softmax: two threads per row (adjacent lanes), 32 columns each.
+  {
+    const int r = t / 2, c0 = (t % 2) * 32;
+    if (bias) {
+      const __half* src = bias + ((long)b * heads + h) * 4096 + r * 64 + c0;
+      #pragma unroll
+      for (int c = 0; c < 32; c += 8) {
+        float bv[8];
+        load8(src + c, bv);
+        #pragma unroll
+        for (int e = 0; e < 8; ++e) ss[r][c0 + c + e] += bv[e];
+      }
+    }
+    float mx = -3.0e38f;
+    for (int c = 0; c < 32; ++c) mx = fmaxf(mx, ss[r][c0 + c]);
+    mx = fmaxf(mx, SHFL_XOR(mx, 1));
+    float sum = 0.f;
+    for (int c = 0; c < 32; ++c) {
+      const float e = expf(ss[r][c0 + c] - mx);
+      ss[r][c0 + c] = e;
+      sum += e;
+    }
+    sum += SHFL_XOR(sum, 1);
+    const float inv = 1.f / sum;
+    for (int c = 0; c < 32; ++c) ss[r][c0 + c] *= inv;
+  }
+  __syncthreads();
+  // Context: rows q0..q0+3, columns j0..j0+DEPTH/8-1, two keys per step.
+  constexpr int COLS = DEPTH / 8;
+  const int j0 = kq * COLS;
+  float out[4][COLS];
+  #pragma unroll
+  for (int i = 0; i < 4; ++i)
+    #pragma unroll
+    for (int c = 0; c < COLS; ++c) out[i][c] = 0.f;
+  #pragma unroll 4
+  for (int k = 0; k < 64; k += 2) {
+    float2 pv[4];
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) pv[i] = *(const float2*)&ss[q0 + i][k];
+    float v0[COLS], v1[COLS];
+    #pragma unroll
+    for (int c = 0; c < COLS; c += 2) {
+      const float2 a = __half22float2(*(const __half2*)&vs[k][j0 + c]);
+      const float2 d = __half22float2(*(const __half2*)&vs[k + 1][j0 + c]);
+      v0[c] = a.x;
+      v0[c + 1] = a.y;
+      v1[c] = d.x;
+      v1[c + 1] = d.y;
+    }
+    #pragma unroll
+    for (int i = 0; i < 4; ++i)
+      #pragma unroll
+      for (int c = 0; c < COLS; ++c) out[i][c] += pv[i].x * v0[c] + pv[i].y * v1[c];
+  }
+  #pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    __half2* dst = (__half2*)(ctx + (row0 + q0 + i) * d_model + h * DEPTH + j0);
+    #pragma unroll
+    for (int c = 0; c < COLS; c += 2) dst[c / 2] = __floats2half2_rn(out[i][c], out[i][c + 1]);
+  }
+}
+
+KERNEL void attention_d16(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<16>(qkv, bias, ctx, heads); }
+KERNEL void attention_d32(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<32>(qkv, bias, ctx, heads); }
+KERNEL void attention_d64(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<64>(qkv, bias, ctx, heads); }
+
+#if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
+// The NVIDIA fast path of the attention above (mma.sync m16n8k16, ldmatrix and cp.async: sm_80 and
+// newer; older GPUs run the portable kernel): the same inputs and outputs, on tensor cores with
+// the scores kept in registers (as FlashAttention does). One block of 4 warps per (head,
+// position); each warp owns 16 queries: S = Q·Kᵀ with mma.sync m16n8k16 (fp16 in, fp32
+// accumulate) into 8 accumulator tiles, then scale, smolgen bias (prefetched into registers at
+// the start), softmax across each row's quad of lanes, and the probabilities, rounded to fp16 as
+// lc0's fp16 path does, become the A operand of O = P·V without leaving registers. Q, K, V and
+// the bias tile are copied to shared memory with 16-byte loads; fragments come from there with
+// ldmatrix (V transposed on the way). Fragment layouts: PTX ISA, "mma.m16n8k16" (g = lane/4 is
+// the row, 2·(lane%4) the column pair).
+#define MMA_ATTENTION_THREADS 128
+static __device__ __forceinline__ void mma_16816(float* c, const u32* a, const u32* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+static __device__ __forceinline__ u32 pack_half2(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *(u32*)&h;
+}
+// Four 8×8 fp16 matrices from shared memory in one instruction: lanes 8i..8i+7 give the row
+// addresses of matrix i; each lane receives, per matrix, the pair at (row lane/4, columns
+// 2·(lane%4)): mma's fragment layout. `.trans` transposes each matrix.
+static __device__ __forceinline__ void ldmatrix_x4(u32* r, const __half* p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+static __device__ __forceinline__ void ldmatrix_x4_trans(u32* r, const __half* p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+// Copies 16 bytes global → shared without passing through registers; completes at
+// cp.async.wait_group.
+static __device__ __forceinline__ void copy16_async(__half* dst, const __half* src) {
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+template <int DEPTH>
+struct AttentionStage {
+  static constexpr int LD = DEPTH + 8;  // row stride (halves) of Q, K, V: 16-byte rows, conflict-free
+  static constexpr int LDB = 64 + 8;    // row stride of the bias tile
+  __half q[64 * LD];
+  __half k[64 * LD];
+  __half v[64 * LD];
+  __half bias[64 * LDB];
+};
+// Starts the copies of head h's Q, K, V and bias tile into `st`.
+template <int DEPTH>
+static __device__ __forceinline__ void attention_stage_load(AttentionStage<DEPTH>& st, const __half* qkv,
+                                                            const __half* bias, long row0, int stride,
+                                                            int d_model, int heads, int b, int h) {
+  constexpr int LD = AttentionStage<DEPTH>::LD, LDB = AttentionStage<DEPTH>::LDB;
+  constexpr int CHUNKS = DEPTH / 8;
+  for (int i = threadIdx.x; i < 64 * CHUNKS; i += MMA_ATTENTION_THREADS) {
+    const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+    const __half* src = qkv + (row0 + r) * stride + h * DEPTH + c;
+    copy16_async(st.q + r * LD + c, src);
+    copy16_async(st.k + r * LD + c, src + d_model);
+    copy16_async(st.v + r * LD + c, src + 2 * d_model);
+  }
+  if (bias) {
+    const __half* tile = bias + ((long)b * heads + h) * 4096;
+    for (int i = threadIdx.x; i < 512; i += MMA_ATTENTION_THREADS)
+      copy16_async(st.bias + (i / 8) * LDB + (i % 8) * 8, tile + i * 8);
+  }
+}
+// `heads_per_block` heads of one position per block (the host picks 1 for small batches, so
+// that every multiprocessor gets work), two shared-memory stages where they fit in 48 KB
+// (depth 16, 32): the copies of the next head run while this one computes.
+template <int DEPTH>
+static __device__ void attention_mma_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
+                                          __half* __restrict__ ctx, int heads, int heads_per_block) {
+  constexpr int LD = AttentionStage<DEPTH>::LD, LDB = AttentionStage<DEPTH>::LDB;
+  constexpr int OUT_TILES = DEPTH / 8;
+  constexpr int STAGES = 2 * sizeof(AttentionStage<DEPTH>) <= 48 * 1024 ? 2 : 1;
+  __shared__ __align__(16) AttentionStage<DEPTH> stages[STAGES];
+  const int b = blockIdx.y, t = threadIdx.x;
+  const int lane = t % 32, g = lane / 4, tq = lane % 4;
+  const int q0 = (t / 32) * 16;
+  const int d_model = heads * DEPTH, stride = 3 * d_model;
+  const long row0 = (long)b * 64;
+  const int h_first = blockIdx.x * heads_per_block;
+  const int h_end = min(heads, h_first + heads_per_block);
+  attention_stage_load<DEPTH>(stages[0], qkv, bias, row0, stride, d_model, heads, b, h_first);
+  asm volatile("cp.async.commit_group;\n" ::);
+  for (int h = h_first; h < h_end; ++h) {
+    const int cur = STAGES == 2 ? (h - h_first) & 1 : 0;
+    if (STAGES == 2 && h + 1 < h_end)
+      attention_stage_load<DEPTH>(stages[cur ^ 1], qkv, bias, row0, stride, d_model, heads, b, h + 1);
+    asm volatile("cp.async.commit_group;\n" ::);
+    // This head's copies are done; with two stages the next head's may still be in flight.
+    if (STAGES == 2) {
+      asm volatile("cp.async.wait_group 1;\n" ::);
+    } else {
+      asm volatile("cp.async.wait_group 0;\n" ::);
+    }
+    __syncthreads();
+    const AttentionStage<DEPTH>& st = stages[cur];
+    float s[8][4];
+    #pragma unroll
+    for (int j = 0; j < 8; ++j)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = 0.f;
+    #pragma unroll
+    for (int kk = 0; kk < DEPTH; kk += 16) {
+      u32 a[4];
+      ldmatrix_x4(a, st.q + (q0 + lane % 16) * LD + kk + (lane / 16) * 8);
+      #pragma unroll
+      for (int j = 0; j < 8; j += 2) {
+        // Keys 8j..8j+15: b0/b1 of tile j, then of tile j+1.
+        u32 kb[4];
+        ldmatrix_x4(kb, st.k + (8 * j + lane % 8 + (lane / 16) * 8) * LD + kk + ((lane / 8) % 2) * 8);
+        mma_16816(s[j], a, kb);
+        mma_16816(s[j + 1], a, kb + 2);
+      }
+    }
+    // Scale, bias, softmax over each of this lane's two rows (its quad holds the rest of the row).
+    const float scale = rsqrtf((float)DEPTH);
+    float mx[2] = {-3.0e38f, -3.0e38f};
+    #pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      #pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float2 bv = make_float2(0.f, 0.f);
+        if (bias) bv = __half22float2(*(const __half2*)(st.bias + (q0 + g + 8 * r) * LDB + 8 * j + 2 * tq));
+        s[j][2 * r] = s[j][2 * r] * scale + bv.x;
+        s[j][2 * r + 1] = s[j][2 * r + 1] * scale + bv.y;
+        mx[r] = fmaxf(mx[r], fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+      }
+    }
+    float sum[2] = {0.f, 0.f};
+    #pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], SHFL_XOR(mx[r], 1));
+      mx[r] = fmaxf(mx[r], SHFL_XOR(mx[r], 2));
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        s[j][2 * r] = expf(s[j][2 * r] - mx[r]);
+        s[j][2 * r + 1] = expf(s[j][2 * r + 1] - mx[r]);
+        sum[r] += s[j][2 * r] + s[j][2 * r + 1];
+      }
+      sum[r] += SHFL_XOR(sum[r], 1);
+      sum[r] += SHFL_XOR(sum[r], 2);
+      sum[r] = 1.f / sum[r];
+    }
+    // P as A fragments: keys 16p .. 16p+15 are score tiles 2p and 2p+1.
+    u32 p_frag[4][4];
+    #pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      p_frag[p][0] = pack_half2(s[2 * p][0] * sum[0], s[2 * p][1] * sum[0]);
+      p_frag[p][1] = pack_half2(s[2 * p][2] * sum[1], s[2 * p][3] * sum[1]);
+      p_frag[p][2] = pack_half2(s[2 * p + 1][0] * sum[0], s[2 * p + 1][1] * sum[0]);
+      p_frag[p][3] = pack_half2(s[2 * p + 1][2] * sum[1], s[2 * p + 1][3] * sum[1]);
+    }
+    float o[OUT_TILES][4];
+    #pragma unroll
+    for (int n = 0; n < OUT_TILES; ++n)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) o[n][e] = 0.f;
+    #pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      #pragma unroll
+      for (int n = 0; n < OUT_TILES; n += 2) {
+        // V rows (keys) 16p..16p+15, columns 8n..8n+15, transposed: b0/b1 of tiles n and n+1.
+        u32 vb[4];
+        ldmatrix_x4_trans(vb, st.v + (16 * p + lane % 8 + ((lane / 8) % 2) * 8) * LD + 8 * n + (lane / 16) * 8);
+        mma_16816(o[n], p_frag[p], vb);
+        mma_16816(o[n + 1], p_frag[p], vb + 2);
+      }
+    }
+    __half* out = ctx + (row0 + q0 + g) * d_model + h * DEPTH + 2 * tq;
+    #pragma unroll
+    for (int n = 0; n < OUT_TILES; ++n) {
+      *(__half2*)(out + 8 * n) = __floats2half2_rn(o[n][0], o[n][1]);
+      *(__half2*)(out + 8 * d_model + 8 * n) = __floats2half2_rn(o[n][2], o[n][3]);
+    }
+    // The next iteration's copies overwrite this stage.
+    __syncthreads();
+    if (STAGES == 1 && h + 1 < h_end)
+      attention_stage_load<DEPTH>(stages[0], qkv, bias, row0, stride, d_model, heads, b, h + 1);
+  }
+}
+
+KERNEL void attention_mma_d16(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { attention_mma_body<16>(qkv, bias, ctx, heads, heads_per_block); }
+KERNEL void attention_mma_d32(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { attention_mma_body<32>(qkv, bias, ctx, heads, heads_per_block); }
+KERNEL void attention_mma_d64(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { attention_mma_body<64>(qkv, bias, ctx, heads, heads_per_block); }
+#endif

@@ -1,0 +1,111 @@
+// lc0rs kernels for residual-tower (convolutional) networks: fp16 storage, fp32 arithmetic.
+// Activations are square-major per position, as the attention body's tokens: row
+// position·64 + square, one column per channel, so a 1×1 convolution is a dense layer.
+
+// The 3×3 neighbourhood of every square, zero off the board: out[row][tap·C + c] =
+// x[row'][c] where row' is the square (rank + tap/3 − 1, file + tap%3 − 1) of the same
+// position. One GEMM with the weights uploaded as [K][9·C] then gives the convolution.
+// Channel counts that are multiples of 8 go 8 at a time (16-byte accesses).
+KERNEL void conv_gather3x3(const __half* __restrict__ x, int channels, __half* __restrict__ out, int batch) {
+  const int vector = (channels & 7) == 0 ? 8 : 1;
+  const int groups = channels / vector;
+  const long total = (long)batch * 64 * 9 * groups;
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
+    const int g = (int)(i % groups);
+    const long rest = i / groups;
+    const int tap = (int)(rest % 9);
+    const long row = rest / 9;
+    const int s = (int)(row % 64);
+    const long position = row / 64;
+    const int r = s / 8 + tap / 3 - 1, f = s % 8 + tap % 3 - 1;
+    const bool inside = r >= 0 && r < 8 && f >= 0 && f < 8;
+    __half* dst = out + row * 9 * channels + tap * channels + g * vector;
+    const __half* src = x + (position * 64 + (inside ? r * 8 + f : 0)) * channels + g * vector;
+    if (vector == 8) {
+      if (inside) {
+        copy8(dst, src);
+      } else {
+        float zeros[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        store8(dst, zeros);
+      }
+    } else {
+      dst[0] = inside ? src[0] : __float2half(0.f);
+    }
+  }
+}
+
+// The end of a residual block without squeeze-excitation: x = act(y + bias + x) over
+// [rows][cols] (bias[cols]: the second convolution's).
+KERNEL void bias_residual_act(const __half* __restrict__ y, const __half* __restrict__ bias, __half* __restrict__ x,
+                              long rows, int cols, int act) {
+  const long total = rows * cols;
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
+    const float v = __half2float(y[i]) + __half2float(bias[i % cols]) + __half2float(x[i]);
+    x[i] = __float2half(activate(v, act));
+  }
+}
+
+// The end of a residual block with squeeze-excitation (lc0's scale-and-bias form), one block
+// per position: v = y + bias (the second convolution's output), pooled = mean of v over the
+// 64 squares, h = act(W1·pooled + b1), [γ; β] = W2·h + b2, then
+// x = act(sigmoid(γ)·v + β + x). W1 is [se][C], W2 [2C][se], row-major. Dynamic shared memory:
+// (C + se + 2C) floats. Each dense output is one warp's dot product (any warp size).
+KERNEL void se_residual(const __half* __restrict__ y, const __half* __restrict__ bias, __half* __restrict__ x,
+                        int channels, const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
+                        const __half* __restrict__ w2, const __half* __restrict__ b2, int act) {
+  DYNAMIC_SHARED(float, shared);
+  float* pooled = shared;
+  float* hidden = pooled + channels;
+  float* gates = hidden + se;
+  const long base = (long)blockIdx.x * 64 * channels;
+  const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
+  const int warps = blockDim.x / WARP_SIZE;
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+    float sum = 0.f;
+    for (int s = 0; s < 64; ++s) sum += __half2float(y[base + (long)s * channels + c]);
+    pooled[c] = sum / 64.f + __half2float(bias[c]);
+  }
+  __syncthreads();
+  // Every warp runs the same number of rounds (an output or none), so that the shuffles stay
+  // uniform over the block, as the emulator's fibers need.
+  for (int first = 0; first < se; first += warps) {
+    const int j = first + warp;
+    float sum = 0.f;
+    if (j < se) {
+      for (int c = lane; c < channels; c += WARP_SIZE) sum += __half2float(w1[(long)j * channels + c]) * pooled[c];
+    }
+    sum = warp_sum(sum);
+    if (lane == 0 && j < se) hidden[j] = activate(sum + __half2float(b1[j]), act);
+  }
+  __syncthreads();
+  for (int first = 0; first < 2 * channels; first += warps) {
+    const int k = first + warp;
+    float sum = 0.f;
+    if (k < 2 * channels) {
+      for (int j = lane; j < se; j += WARP_SIZE) sum += __half2float(w2[(long)k * se + j]) * hidden[j];
+    }
+    sum = warp_sum(sum);
+    if (lane == 0 && k < 2 * channels) gates[k] = sum + __half2float(b2[k]);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < 64 * channels; i += blockDim.x) {
+    const int c = i % channels;
+    const float v = __half2float(y[base + i]) + __half2float(bias[c]);
+    const float scale = 1.f / (1.f + expf(-gates[c]));
+    x[base + i] = __float2half(activate(scale * v + gates[channels + c] + __half2float(x[base + i]), act));
+  }
+}
+
+// A policy head's fp16 outputs to the 1858 f32 logits: out[b][map[j]] = in[b·per_position + j]
+// for every j < count with map[j] ≥ 0 (the convolution policy's planes through lc0's map, or
+// the classical head's 1858 values through the identity).
+KERNEL void policy_gather(const __half* __restrict__ in, int per_position, const i16* __restrict__ map, int count,
+                          float* __restrict__ out, int batch) {
+  const long total = (long)batch * count;
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
+    const long b = i / count;
+    const int j = (int)(i % count);
+    const int index = map[j];
+    if (index >= 0) out[b * 1858 + index] = __half2float(in[b * per_position + j]);
+  }
+}

@@ -1,0 +1,143 @@
+// lc0rs LayerNorm kernels (attention bodies): fp16 storage, fp32 statistics.
+
+// out = LN(act(in + bias)·alpha + skip) per row, fp32 statistics (biased variance).
+// bias and skip may be null; out may alias skip or in. One block per row; dynamic shared
+// memory holds the row as float (cols·4 bytes).
+KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__ bias, int act,
+                       float alpha, const __half* skip, const __half* __restrict__ gamma,
+                       const __half* __restrict__ beta, float eps, int cols) {
+  DYNAMIC_SHARED(float, row);
+  __shared__ float scratch[32];
+  const long base = (long)blockIdx.x * cols;
+  float sum = 0.f;
+  const bool wide = (cols & 7) == 0;  // 16-byte loads and stores
+  if (wide) {
+    for (int c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
+      float v[8], e[8];
+      load8(in + base + c, v);
+      if (bias) {
+        load8(bias + c, e);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] += e[j];
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = activate(v[j], act) * alpha;
+      if (skip) {
+        load8(skip + base + c, e);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] += e[j];
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        row[c + j] = v[j];
+        sum += v[j];
+      }
+    }
+  } else {
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+      float v = __half2float(in[base + c]);
+      if (bias) v += __half2float(bias[c]);
+      v = activate(v, act) * alpha;
+      if (skip) v += __half2float(skip[base + c]);
+      row[c] = v;
+      sum += v;
+    }
+  }
+  const float mean = block_sum(sum, scratch) / cols;
+  float var = 0.f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float d = row[c] - mean;
+    var += d * d;
+  }
+  const float inv = rsqrtf(block_sum(var, scratch) / cols + eps);
+  if (wide) {
+    for (int c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
+      float g[8], b[8], v[8];
+      load8(gamma + c, g);
+      load8(beta + c, b);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = (row[c + j] - mean) * inv * g[j] + b[j];
+      store8(out + base + c, v);
+    }
+    return;
+  }
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    out[base + c] = __float2half((row[c] - mean) * inv * __half2float(gamma[c]) + __half2float(beta[c]));
+  }
+}
+
+// out = LN((in + bias)·alpha + skip) for rows of a multiple of 8 values, at most
+// 8·CHUNKS·WARP_SIZE: one warp per row, the row in registers (CHUNKS loads of 8 halves per lane),
+// shuffles for the sums, no block barriers; blockDim.x / WARP_SIZE rows per block. CHUNKS is a
+// template argument so that a 768-wide row holds 24 registers per lane, not 64 (occupancy); so
+// is the activation ACT (identity or swish, smolgen's), so that no per-value switch keeps the row
+// out of registers. Rows with other activations take layer_norm.
+template <int CHUNKS, int ACT>
+static __device__ void layer_norm_warp_body(__half* out, const __half* in, const __half* __restrict__ bias,
+                                            float alpha, const __half* skip, const __half* __restrict__ gamma,
+                                            const __half* __restrict__ beta, float eps, int rows, int cols) {
+  const int lane = threadIdx.x % WARP_SIZE;
+  const int row = blockIdx.x * (blockDim.x / WARP_SIZE) + threadIdx.x / WARP_SIZE;
+  if (row >= rows) return;
+  const int chunks = cols / 8;
+  const long base = (long)row * cols;
+  float v[CHUNKS][8];
+  float sum = 0.f;
+  #pragma unroll
+  for (int i = 0; i < CHUNKS; ++i) {
+    const int c = (lane + i * WARP_SIZE) * 8;
+    if (c < cols) {
+      load8(in + base + c, v[i]);
+      float extra[8];
+      if (bias) {
+        load8(bias + c, extra);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[i][j] += extra[j];
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[i][j] = activate(v[i][j], ACT) * alpha;
+      if (skip) {
+        load8(skip + base + c, extra);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[i][j] += extra[j];
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) sum += v[i][j];
+    }
+  }
+  const float mean = warp_sum(sum) / cols;
+  float var = 0.f;
+  #pragma unroll
+  for (int i = 0; i < CHUNKS; ++i) {
+    if (lane + i * WARP_SIZE < chunks) {
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) var += (v[i][j] - mean) * (v[i][j] - mean);
+    }
+  }
+  const float inv = rsqrtf(warp_sum(var) / cols + eps);
+  #pragma unroll
+  for (int i = 0; i < CHUNKS; ++i) {
+    const int c = (lane + i * WARP_SIZE) * 8;
+    if (c < cols) {
+      float g[8], b[8];
+      load8(gamma + c, g);
+      load8(beta + c, b);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[i][j] = (v[i][j] - mean) * inv * g[j] + b[j];
+      store8(out + base + c, v[i]);
+    }
+  }
+}
+
+KERNEL void layer_norm_warp_c1(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c2(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c3(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c4(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c6(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c8(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c1(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c2(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c3(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c4(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c6(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c8(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }

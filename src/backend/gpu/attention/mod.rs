@@ -1,0 +1,279 @@
+//! The attention-body network on the GPU: its weights uploaded once ([`weights`]), its
+//! activation buffers per lane, and its pass ([`forward`]): embedding, encoder layers,
+//! attention policy, value and moves-left heads.
+
+mod forward;
+pub mod weights;
+
+use super::ops::{HALF, IoBuffers, Ops, SQUARES};
+use super::pass::NetworkPass;
+use super::policy::{PolicyBuffers, PolicyGpu};
+use crate::gpu::kernels::attention_kernel;
+use crate::gpu::{GpuBuffer, GpuDevice, GpuError, GpuResult};
+use crate::weights::format::NetFormat;
+use crate::weights::network::Network;
+use forward::Forward;
+use weights::NetworkGpu;
+
+/// The largest row the layer-norm kernel keeps in shared memory (floats).
+const MAX_NORM_COLS: usize = 11 * 1024;
+
+/// Shapes the executor needs, derived from the network.
+#[derive(Debug, Clone)]
+pub struct Shapes {
+    pub embedding: usize,
+    pub d_model: usize,
+    pub heads: usize,
+    pub depth: usize,
+    pub dff: usize,
+    pub input_width: usize,
+    pub dense_size: usize,
+    pub embedding_dff: usize,
+    pub smolgen: Option<(usize, usize, usize)>,
+    pub value: (usize, usize, usize),
+    pub mlh: Option<(usize, usize)>,
+}
+
+impl Shapes {
+    pub fn of(n: &Network) -> Self {
+        let v = n.value();
+        Self {
+            embedding: n.dims.embedding,
+            d_model: n.dims.d_model,
+            heads: n.dims.heads,
+            depth: n.dims.head_depth,
+            dff: n.dims.dff,
+            input_width: n.dims.input_width,
+            dense_size: n.dims.dense_size,
+            embedding_dff: n
+                .embedding
+                .pe_dense
+                .as_ref()
+                .map_or(0, |p| p.ffn.dense1.outputs),
+            smolgen: n
+                .dims
+                .smolgen
+                .map(|s| (s.hidden_channels, s.hidden_size, s.gen_size)),
+            value: (v.embedding.outputs, v.hidden.outputs, v.output.outputs),
+            mlh: n
+                .moves_left
+                .as_ref()
+                .map(|m| (m.embedding.outputs, m.hidden.outputs)),
+        }
+    }
+
+    /// Checks the limits of the kernels (attention head depths, layer-norm row width).
+    pub fn check_supported(&self) -> GpuResult<()> {
+        if !self.d_model.is_multiple_of(8) || !self.embedding.is_multiple_of(2) {
+            return Err(GpuError::Unsupported(format!(
+                "model width {} / embedding {} (the kernels need multiples of 8 / 2)",
+                self.d_model, self.embedding
+            )));
+        }
+        if attention_kernel(self.depth, false).is_none() {
+            return Err(GpuError::Unsupported(format!(
+                "head depth {} (the attention kernel has 16, 32 and 64)",
+                self.depth
+            )));
+        }
+        let widest = [
+            self.embedding,
+            self.smolgen.map_or(0, |s| s.1.max(s.2 * self.heads)),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        if widest > MAX_NORM_COLS {
+            return Err(GpuError::Unsupported(format!(
+                "a layer-norm row of {widest} values (limit {MAX_NORM_COLS})"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Activation buffers for up to `max_batch` positions.
+pub struct Buffers {
+    pe_dense_in: Option<GpuBuffer>,
+    pe_dense_out: Option<GpuBuffer>,
+    tokens: GpuBuffer,
+    pub x: GpuBuffer,
+    qkv: GpuBuffer,
+    ctx: GpuBuffer,
+    tmp: GpuBuffer,
+    hidden: GpuBuffer,
+    smolgen: Option<[GpuBuffer; 4]>,
+    policy: PolicyBuffers,
+    head_embedding: GpuBuffer,
+    head_hidden: GpuBuffer,
+    value_out: GpuBuffer,
+    mlh_out: GpuBuffer,
+}
+
+impl Buffers {
+    pub fn new(
+        device: &dyn GpuDevice,
+        s: &Shapes,
+        policy: &PolicyGpu,
+        max_batch: usize,
+    ) -> GpuResult<Self> {
+        let rows = max_batch * SQUARES;
+        let half = |elements: usize| device.alloc(elements * HALF);
+        let head_width = s.value.0.max(s.mlh.map_or(0, |m| m.0));
+        let head_hidden = s.value.1.max(s.mlh.map_or(0, |m| m.1));
+        Ok(Self {
+            pe_dense_in: (s.dense_size > 0)
+                .then(|| half(max_batch * SQUARES * 12))
+                .transpose()?,
+            pe_dense_out: (s.dense_size > 0)
+                .then(|| half(rows * s.dense_size))
+                .transpose()?,
+            tokens: half(rows * s.input_width)?,
+            x: half(rows * s.embedding)?,
+            qkv: half(rows * 3 * s.d_model)?,
+            ctx: half(rows * s.d_model)?,
+            tmp: half(rows * s.embedding)?,
+            hidden: half(rows * s.dff.max(s.embedding_dff))?,
+            smolgen: s
+                .smolgen
+                .map(|(hc, hs, gs)| -> GpuResult<[GpuBuffer; 4]> {
+                    Ok([
+                        half(rows * hc)?,
+                        half(max_batch * hs)?,
+                        half(max_batch * s.heads * gs)?,
+                        half(max_batch * s.heads * SQUARES * SQUARES)?,
+                    ])
+                })
+                .transpose()?,
+            policy: PolicyBuffers::new(device, policy, max_batch)?,
+            head_embedding: half(rows * head_width)?,
+            head_hidden: half(max_batch * head_hidden)?,
+            value_out: half(max_batch * s.value.2)?,
+            mlh_out: half(max_batch)?,
+        })
+    }
+
+    /// Every buffer, for filling and counting.
+    fn all(&self) -> impl Iterator<Item = &GpuBuffer> {
+        [
+            &self.tokens,
+            &self.x,
+            &self.qkv,
+            &self.ctx,
+            &self.tmp,
+            &self.hidden,
+            &self.head_embedding,
+            &self.head_hidden,
+            &self.value_out,
+            &self.mlh_out,
+        ]
+        .into_iter()
+        .chain(self.pe_dense_in.iter())
+        .chain(self.pe_dense_out.iter())
+        .chain(self.smolgen.iter().flatten())
+        .chain(self.policy.all())
+    }
+}
+
+/// An attention-body network on the device.
+pub struct AttentionPass {
+    net: NetworkGpu,
+    format: NetFormat,
+    shapes: Shapes,
+    alpha: f32,
+    /// The attention kernel (tensor-core or portable) for the head depth.
+    attention: &'static str,
+}
+
+impl AttentionPass {
+    /// Checks the kernels' limits, picks the attention kernel (the tensor-core one where asked
+    /// for and compiled) and uploads the weights.
+    pub fn new(
+        device: &dyn GpuDevice,
+        network: &Network,
+        tensor_core_attention: bool,
+    ) -> GpuResult<Self> {
+        let shapes = Shapes::of(network);
+        shapes.check_supported()?;
+        let portable = attention_kernel(shapes.depth, false).expect("checked above");
+        let attention = match attention_kernel(shapes.depth, true) {
+            Some(fast) if tensor_core_attention && device.has_kernel(fast) => fast,
+            _ => portable,
+        };
+        Ok(Self {
+            net: NetworkGpu::upload(device, network)?,
+            format: network.format.clone(),
+            shapes,
+            alpha: network.residual_alpha,
+            attention,
+        })
+    }
+
+    fn forward<'a>(
+        &'a self,
+        ops: &Ops<'a>,
+        io: &'a IoBuffers,
+        buffers: &'a Buffers,
+    ) -> Forward<'a> {
+        Forward {
+            ops: *ops,
+            net: &self.net,
+            format: &self.format,
+            shapes: &self.shapes,
+            buffers,
+            io,
+            alpha: self.alpha,
+            attention: self.attention,
+        }
+    }
+}
+
+impl NetworkPass for AttentionPass {
+    type Buffers = Buffers;
+
+    fn buffers(&self, device: &dyn GpuDevice, max_batch: usize) -> GpuResult<Buffers> {
+        Buffers::new(device, &self.shapes, &self.net.policy, max_batch)
+    }
+
+    fn each_buffer(buffers: &Buffers) -> Vec<&GpuBuffer> {
+        buffers.all().collect()
+    }
+
+    fn enqueue(&self, ops: &Ops<'_>, io: &IoBuffers, buffers: &Buffers, n: usize) -> GpuResult<()> {
+        self.forward(ops, io, buffers).enqueue(n)
+    }
+
+    /// The residual stream after the embedding and after each encoder layer.
+    fn layer_outputs(
+        &self,
+        ops: &Ops<'_>,
+        io: &IoBuffers,
+        buffers: &Buffers,
+        n: usize,
+    ) -> GpuResult<Option<Vec<Vec<f32>>>> {
+        let forward = self.forward(ops, io, buffers);
+        let download_x = || -> GpuResult<Vec<f32>> {
+            let mut bytes = vec![0u8; n * SQUARES * self.shapes.embedding * HALF];
+            ops.device.download(buffers.x.ptr(), &mut bytes)?;
+            Ok(bytes
+                .chunks_exact(2)
+                .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect())
+        };
+        forward.embed(n)?;
+        let mut out = vec![download_x()?];
+        for layer in 0..self.net.encoders.len() {
+            forward.encoder(layer, n)?;
+            out.push(download_x()?);
+        }
+        Ok(Some(out))
+    }
+
+    fn format(&self) -> &NetFormat {
+        &self.format
+    }
+
+    fn has_moves_left(&self) -> bool {
+        self.net.moves_left.is_some()
+    }
+}

@@ -1,0 +1,535 @@
+//! The executor both network families run on: lanes (each a stream with its own buffers and
+//! graphs), one captured graph per batch size, the input upload, the output copies with their
+//! finite check, and profiling. What is specific to a network is its [`NetworkPass`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::GpuOptions;
+use super::lanes::LanePool;
+use super::ops::{IoBuffers, Marker, OpEvents, Ops, upload_inputs};
+use super::pass::NetworkPass;
+use super::trace::attribute_trace;
+use crate::backend::finite::{check_outputs, extend_finite, first_non_finite};
+use crate::backend::{Backend, BackendAttributes, BackendError, BatchOutput, ProfileReport};
+use crate::chess::InputPlanes;
+use crate::chess::policy_index::POLICY_SIZE;
+use crate::gpu::{GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph, GpuResult};
+use crate::profile::{OpTiming, PassProfile, PassTiming};
+use crate::weights::format::InputFormat;
+
+/// One lane: a device handle with a stream of its own, and the buffers and graphs of the
+/// batches run on it. Calls that overlap run on different lanes, so their passes can overlap on
+/// the GPU (and one call's host work with another's GPU work).
+struct Lane<P: NetworkPass> {
+    device: Arc<dyn GpuDevice>,
+    io: IoBuffers,
+    buffers: P::Buffers,
+    graphs: HashMap<usize, Box<dyn GpuGraph>>,
+    /// The profiled passes, when profiling.
+    profile: Vec<PassProfile>,
+    /// Batch sizes that have run eagerly once (GEMM algorithms chosen).
+    tuned: std::collections::HashSet<usize>,
+}
+
+impl<P: NetworkPass> Lane<P> {
+    /// A lane on `device` with buffers for `max_batch` positions, filled with zeros (or NaN
+    /// under `poison`), ready when this returns.
+    fn new(device: Arc<dyn GpuDevice>, pass: &P, options: &GpuOptions) -> GpuResult<Self> {
+        let lane = Self {
+            io: IoBuffers::new(device.as_ref(), options.max_batch)?,
+            buffers: pass.buffers(device.as_ref(), options.max_batch)?,
+            device,
+            graphs: HashMap::new(),
+            profile: Vec::new(),
+            tuned: Default::default(),
+        };
+        lane.fill(if options.poison { 0xFF } else { 0 })?;
+        lane.device.synchronize()?;
+        Ok(lane)
+    }
+
+    fn all_buffers(&self) -> impl Iterator<Item = &GpuBuffer> {
+        self.io
+            .all()
+            .into_iter()
+            .chain(P::each_buffer(&self.buffers))
+    }
+
+    /// Device memory held by the lane's buffers.
+    fn bytes(&self) -> usize {
+        self.all_buffers().map(GpuBuffer::bytes).sum()
+    }
+
+    /// Fills every buffer with `byte` (stream-ordered). Buffers are filled once, when made:
+    /// with zeros, so that no pass can ever see another process's leftovers and so that
+    /// compute-sanitizer's initcheck, which does not see the writes of cuBLAS/cuBLASLt GEMMs
+    /// (docs/validation.md), can check the rest; or with 0xFF (NaN in fp16 and f32) under
+    /// `poison=true`, so that any value read before the pass wrote it turns the outputs NaN.
+    fn fill(&self, byte: u8) -> GpuResult<()> {
+        self.all_buffers()
+            .try_for_each(|b| self.device.fill(b.ptr(), b.bytes(), byte))
+    }
+}
+
+/// A GPU backend: weights on the device, lanes with buffers for `max_batch` positions and
+/// graphs per batch size.
+pub struct GpuBackend<P: NetworkPass> {
+    name: String,
+    /// The first lane's device, for queries (name, memory, SMs).
+    device: Arc<dyn GpuDevice>,
+    pass: P,
+    gemm: GemmPath,
+    options: GpuOptions,
+    /// The lanes made so far (the first at creation, another whenever a call finds every
+    /// lane busy, up to `options.lanes`) and the calls waiting for one.
+    pool: LanePool<Lane<P>>,
+}
+
+/// The GEMM path for `asked` on `device`: the one asked for if its library is there (else an
+/// error saying why), or by default Lt where available and BLAS otherwise.
+fn choose_gemm_path(device: &dyn GpuDevice, asked: Option<GemmPath>) -> GpuResult<GemmPath> {
+    match asked {
+        Some(path) => match device.gemm_path_unavailable(path) {
+            None => Ok(path),
+            Some(why) => Err(GpuError::Unsupported(format!(
+                "gemm={} cannot run on {}: {why}",
+                match path {
+                    GemmPath::Lt => "lt",
+                    GemmPath::Blas => "blas",
+                },
+                device.info().name
+            ))),
+        },
+        None if device.gemm_path_unavailable(GemmPath::Lt).is_none() => Ok(GemmPath::Lt),
+        None => Ok(GemmPath::Blas),
+    }
+}
+
+impl<P: NetworkPass> GpuBackend<P> {
+    /// A backend on `device` for the network `upload` puts on it (after the GEMM path is
+    /// known to be usable), with its first lane ready.
+    pub fn new(
+        name: &str,
+        device: Arc<dyn GpuDevice>,
+        upload: impl FnOnce(&dyn GpuDevice) -> GpuResult<P>,
+        options: GpuOptions,
+    ) -> GpuResult<Self> {
+        let gemm = choose_gemm_path(device.as_ref(), options.gemm)?;
+        let pass = upload(device.as_ref())?;
+        let first = Lane::new(device.clone(), &pass, &options)?;
+        Ok(Self {
+            name: name.to_owned(),
+            device,
+            pass,
+            gemm,
+            options,
+            pool: LanePool::new(first),
+        })
+    }
+
+    /// Device memory of one lane's activation buffers (weights not included), and the number
+    /// of lanes made so far.
+    pub fn buffer_bytes(&self) -> (usize, usize) {
+        let lanes = self.pool.lanes();
+        let first = lanes[0].lock().unwrap_or_else(|e| e.into_inner());
+        (first.bytes(), lanes.len())
+    }
+
+    /// Runs `work` on a lane no other call holds: a free one, else a new one (up to
+    /// `options.lanes`), else the first to come free, calls served in the order they came.
+    fn with_lane<T>(&self, work: impl FnOnce(&mut Lane<P>) -> GpuResult<T>) -> GpuResult<T> {
+        let taken = self.pool.take(self.options.lanes, || {
+            Lane::new(self.device.new_lane()?, &self.pass, &self.options)
+        })?;
+        let lane = taken.lane();
+        let mut lane = lane.lock().unwrap_or_else(|e| e.into_inner());
+        work(&mut lane)
+    }
+
+    /// Every lane made so far, one after another (waiting for any in use).
+    fn each_lane(&self, mut visit: impl FnMut(&mut Lane<P>)) {
+        for lane in self.pool.lanes() {
+            visit(&mut lane.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+
+    /// Enqueues the pass of `n` positions on `lane` (its operations marked in `profile`).
+    fn enqueue(&self, lane: &Lane<P>, n: usize, profile: Option<&OpEvents>) -> GpuResult<()> {
+        let ops = Ops {
+            device: lane.device.as_ref(),
+            gemm: self.gemm,
+            profile,
+        };
+        let _span = tracing::trace_span!("forward", batch = n).entered();
+        self.pass.enqueue(&ops, &lane.io, &lane.buffers, n)
+    }
+
+    /// The outputs of a pass, and whether they are all finite (see [`Self::outputs`]).
+    fn run(&self, batch: &[InputPlanes]) -> GpuResult<(BatchOutput, bool)> {
+        self.with_lane(|lane| self.run_on(lane, batch))
+    }
+
+    fn run_on(&self, lane: &mut Lane<P>, batch: &[InputPlanes]) -> GpuResult<(BatchOutput, bool)> {
+        let n = batch.len();
+        tracing::trace_span!("upload inputs", batch = n)
+            .in_scope(|| upload_inputs(lane.device.as_ref(), &lane.io, batch))?;
+        if self.options.profile {
+            self.profiled_pass(lane, n)?;
+            return self.outputs(lane, n);
+        }
+        match lane.graphs.get(&n) {
+            Some(graph) => graph.launch()?,
+            None => {
+                // The first pass at a size runs eagerly (it also picks the GEMM algorithms);
+                // then the same work is captured for the next calls.
+                self.enqueue(lane, n, None)?;
+                lane.tuned.insert(n);
+                if self.options.graph {
+                    self.capture(lane, n)?;
+                }
+            }
+        }
+        self.outputs(lane, n)
+    }
+
+    /// Captures the pass of `n` positions into a graph (after an eager pass at that size).
+    fn capture(&self, lane: &mut Lane<P>, n: usize) -> GpuResult<()> {
+        lane.device.begin_capture()?;
+        let captured = self.enqueue(lane, n, None);
+        let graph = lane.device.end_capture();
+        captured?;
+        lane.graphs.insert(n, graph?);
+        Ok(())
+    }
+
+    /// The GPU time of one uninstrumented pass (the captured graph, or eager without graphs).
+    fn pass_time_ms(&self, lane: &mut Lane<P>, n: usize) -> GpuResult<f64> {
+        if self.options.graph && !lane.graphs.contains_key(&n) {
+            self.capture(lane, n)?;
+        }
+        let start = lane.device.record_event()?;
+        match lane.graphs.get(&n) {
+            Some(graph) => graph.launch()?,
+            None => self.enqueue(lane, n, None)?,
+        }
+        let end = lane.device.record_event()?;
+        let ms = f64::from(lane.device.elapsed_ms(start, end)?);
+        lane.device.clear_events();
+        Ok(ms)
+    }
+
+    /// One profiled pass: from kernel timestamps of a graph replay where the device can trace
+    /// (CUPTI), else with every operation bracketed by device events.
+    fn profiled_pass(&self, lane: &mut Lane<P>, n: usize) -> GpuResult<()> {
+        if lane.tuned.insert(n) {
+            // An eager pass first: it picks the GEMM algorithms, which cannot be timed in a capture.
+            self.enqueue(lane, n, None)?;
+        }
+        let traced = if self.options.graph && lane.device.can_trace() {
+            self.traced_pass(lane, n)?
+        } else {
+            None
+        };
+        let profile = match traced {
+            Some(profile) => profile,
+            None => self.event_timed_pass(lane, n)?,
+        };
+        for op in &profile.ops {
+            tracing::debug!(
+                op = op.op,
+                layer = op.layer,
+                batch = n,
+                flops = op.flops,
+                bytes = op.bytes,
+                gpu_us = op.ms * 1e3,
+                "gpu op"
+            );
+        }
+        lane.profile.push(profile);
+        Ok(())
+    }
+
+    /// Captures the pass with each operation's graph nodes counted, replays it with activity
+    /// tracing on, and gives each operation the GPU time from its first kernel's start to the
+    /// next operation's (so launch gaps count to the operation that waits for them).
+    /// `None` where the trace cannot be matched to the graph's nodes (then events time the pass).
+    fn traced_pass(&self, lane: &mut Lane<P>, n: usize) -> GpuResult<Option<PassProfile>> {
+        let marks = OpEvents::new(Marker::CapturedWork);
+        lane.device.begin_capture()?;
+        let recorded = (|| -> GpuResult<(usize, usize)> {
+            let first = lane.device.captured_work()?;
+            self.enqueue(lane, n, Some(&marks))?;
+            Ok((first, lane.device.captured_work()?))
+        })();
+        let graph = lane.device.end_capture();
+        let (first, last) = recorded?;
+        let graph = graph?;
+        graph.launch()?;
+        lane.device.synchronize()?;
+        let activities = match lane.device.trace(&mut || graph.launch()) {
+            Ok(activities) => activities,
+            Err(error) => {
+                // E.g. another profiler (nsys, ncu) holds CUPTI: events still work.
+                tracing::warn!(%error, "no kernel trace; timing with events instead");
+                return Ok(None);
+            }
+        };
+        if activities.len() != last - first || activities.is_empty() {
+            tracing::warn!(
+                traced = activities.len(),
+                nodes = last - first,
+                batch = n,
+                "the kernel trace does not match the graph's work nodes; timing with events instead"
+            );
+            return Ok(None);
+        }
+        let marks = marks.ops.into_inner().unwrap_or_else(|e| e.into_inner());
+        let traced = attribute_trace(&marks, first, &activities);
+        Ok(Some(PassProfile {
+            batch: n,
+            pass_ms: self.pass_time_ms(lane, n)?,
+            instrumented_ms: traced.span_ms,
+            timing: PassTiming::KernelTrace {
+                busy_ms: traced.busy_ms,
+            },
+            ops: traced.ops,
+            kernels: traced.kernels,
+        }))
+    }
+
+    /// A pass with every operation bracketed by timing events. With graphs on, the pass is
+    /// captured (its events become graph nodes) and replayed, so it runs without host gaps.
+    fn event_timed_pass(&self, lane: &mut Lane<P>, n: usize) -> GpuResult<PassProfile> {
+        let events = OpEvents::new(Marker::Event);
+        if self.options.graph {
+            lane.device.begin_capture()?;
+        }
+        let recorded = (|| -> GpuResult<(usize, usize)> {
+            let first = lane.device.record_event()?;
+            self.enqueue(lane, n, Some(&events))?;
+            Ok((first, lane.device.record_event()?))
+        })();
+        // The graph lives until the stream has run it.
+        let mut graph = None;
+        if self.options.graph {
+            let captured = lane.device.end_capture();
+            recorded.as_ref().map_err(|e| GpuError::Call {
+                call: "profiled capture",
+                detail: e.to_string(),
+            })?;
+            graph = Some(captured?);
+        }
+        if let Some(graph) = &graph {
+            graph.launch()?;
+        }
+        let (first, last) = recorded?;
+        lane.device.synchronize()?;
+        drop(graph);
+        let mut ops = Vec::new();
+        for e in events.ops.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            ops.push(OpTiming {
+                op: e.op,
+                layer: e.layer,
+                flops: e.cost.flops,
+                bytes: e.cost.bytes,
+                start_ms: f64::from(lane.device.elapsed_ms(first, e.start)?),
+                ms: f64::from(lane.device.elapsed_ms(e.start, e.end)?),
+            });
+        }
+        let instrumented_ms = f64::from(lane.device.elapsed_ms(first, last)?);
+        lane.device.clear_events();
+        Ok(PassProfile {
+            batch: n,
+            pass_ms: self.pass_time_ms(lane, n)?,
+            instrumented_ms,
+            timing: PassTiming::DeviceEvents,
+            ops,
+            kernels: Vec::new(),
+        })
+    }
+
+    /// The residual stream after each layer of the body, where the network reports it
+    /// (eager passes).
+    fn layer_outputs_on(
+        &self,
+        lane: &Lane<P>,
+        batch: &[InputPlanes],
+    ) -> GpuResult<Option<Vec<Vec<f32>>>> {
+        upload_inputs(lane.device.as_ref(), &lane.io, batch)?;
+        let ops = Ops {
+            device: lane.device.as_ref(),
+            gemm: self.gemm,
+            profile: None,
+        };
+        self.pass
+            .layer_outputs(&ops, &lane.io, &lane.buffers, batch.len())
+    }
+
+    /// Downloads the outputs of the pass of `n` positions; the flag says whether all are
+    /// finite. Each piece of the policy is checked while it is copied out of the staging
+    /// memory, so the check adds no pass over memory.
+    fn outputs(&self, lane: &Lane<P>, n: usize) -> GpuResult<(BatchOutput, bool)> {
+        // The wait has its own span, so that `copy outputs` times only the host-side copies.
+        tracing::trace_span!("wait for the pass", batch = n)
+            .in_scope(|| lane.device.synchronize())?;
+        let _span = tracing::trace_span!("copy outputs", batch = n).entered();
+        // The policy is copied once, from where it landed into its vector (no zero-filled
+        // vector first: at batch 1024 that is 7.6 MB written twice). The device writes
+        // little-endian f32, as the host.
+        let mut policy = Vec::with_capacity(n * POLICY_SIZE);
+        let mut finite = true;
+        lane.device.download_with(
+            lane.io.policy_out.ptr(),
+            n * POLICY_SIZE * size_of::<f32>(),
+            &mut |landed| {
+                finite &= extend_f32(&mut policy, landed);
+            },
+        )?;
+        let mut finished = vec![0f32; n * 3];
+        lane.device.download(
+            lane.io.finished.ptr(),
+            bytemuck::cast_slice_mut(&mut finished),
+        )?;
+        finite &= first_non_finite(&finished).is_none();
+        let out = BatchOutput {
+            q: finished.iter().step_by(3).copied().collect(),
+            d: finished.iter().skip(1).step_by(3).copied().collect(),
+            m: finished.iter().skip(2).step_by(3).copied().collect(),
+            policy,
+        };
+        Ok((out, finite))
+    }
+}
+
+impl<P: NetworkPass> Backend for GpuBackend<P> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn attributes(&self) -> BackendAttributes {
+        BackendAttributes {
+            has_wdl: self.pass.format().wdl,
+            has_mlh: self.pass.has_moves_left(),
+            runs_on_cpu: false,
+            max_batch: self.options.max_batch,
+            recommended_batch: 2 * self.device.info().multiprocessors as usize,
+        }
+    }
+
+    fn input_format(&self) -> InputFormat {
+        self.pass.format().input
+    }
+
+    fn memory_report(&self) -> Option<String> {
+        let mib = |b: usize| b as f64 / (1u64 << 20) as f64;
+        let (buffers, lanes) = self.buffer_bytes();
+        Some(match self.device.memory() {
+            Ok((used, total)) => format!(
+                "device memory: {:.0} MiB in use of {:.0} MiB (activation buffers for max_batch {}: {:.0} MiB per lane, {} of at most {} lanes made)",
+                mib(used),
+                mib(total),
+                self.options.max_batch,
+                mib(buffers),
+                lanes,
+                self.options.lanes
+            ),
+            Err(e) => format!("device memory unknown: {e}"),
+        })
+    }
+
+    fn reset_profile(&self) {
+        self.each_lane(|lane| lane.profile.clear());
+    }
+
+    fn layer_outputs(&self, batch: &[InputPlanes]) -> Result<Option<Vec<Vec<f32>>>, BackendError> {
+        if batch.len() > self.options.max_batch {
+            return Err(BackendError::BatchTooLarge {
+                backend: self.name.clone(),
+                size: batch.len(),
+                max: self.options.max_batch,
+            });
+        }
+        self.with_lane(|lane| self.layer_outputs_on(lane, batch))
+            .map_err(|error| BackendError::Gpu {
+                backend: self.name.clone(),
+                error,
+            })
+    }
+
+    fn profile_report(&self) -> Option<ProfileReport> {
+        self.options.profile.then(|| {
+            let mut passes = Vec::new();
+            self.each_lane(|lane| passes.extend(lane.profile.iter().cloned()));
+            ProfileReport {
+                device: self.device.info().name.clone(),
+                passes,
+            }
+        })
+    }
+
+    fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
+        if batch.len() > self.options.max_batch {
+            return Err(BackendError::BatchTooLarge {
+                backend: self.name.clone(),
+                size: batch.len(),
+                max: self.options.max_batch,
+            });
+        }
+        if batch.is_empty() {
+            return Ok(BatchOutput::default());
+        }
+        let (out, finite) = self.run(batch).map_err(|error| BackendError::Gpu {
+            backend: self.name.clone(),
+            error,
+        })?;
+        if !finite {
+            // Only now is it worth finding which output and position.
+            check_outputs(&out).map_err(|error| BackendError::NonFinite {
+                backend: self.name.clone(),
+                error,
+            })?;
+        }
+        Ok(out)
+    }
+}
+
+/// Appends the little-endian f32 values in `bytes` and says whether all are finite (one copy
+/// with the check folded in where they are 4-byte aligned, as in page-aligned staging memory).
+fn extend_f32(out: &mut Vec<f32>, bytes: &[u8]) -> bool {
+    match bytemuck::try_cast_slice::<u8, f32>(bytes) {
+        Ok(values) => extend_finite(out, values),
+        Err(_) => {
+            let from = out.len();
+            out.extend(
+                bytes
+                    .chunks_exact(size_of::<f32>())
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            );
+            first_non_finite(&out[from..]).is_none()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f32_results_are_read_from_aligned_and_unaligned_bytes() {
+        let values = [1.5f32, -0.25, 3.0e-8, f32::MAX, 0.0];
+        // Bytes written independently of extend_f32: each value's little-endian encoding.
+        let mut bytes = vec![0u8];
+        for v in values {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut aligned = vec![0u32; values.len()];
+        bytemuck::cast_slice_mut::<u32, u8>(&mut aligned).copy_from_slice(&bytes[1..]);
+        for input in [bytemuck::cast_slice::<u32, u8>(&aligned), &bytes[1..]] {
+            let mut out = vec![7.0f32];
+            assert!(extend_f32(&mut out, input));
+            assert_eq!(out[0], 7.0);
+            assert_eq!(out[1..], values);
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! What both network passes build on: the batch's input and output buffers, the upload of
+//! its input planes, dense layers on the device (GEMM with the library's epilogues, or our
+//! `dense_rows` kernel for a few rows) and the marks a profiled pass brackets its operations
+//! with.
+
+use std::mem::size_of;
+
+use half::f16;
+
+use crate::chess::InputPlanes;
+use crate::chess::policy_index::POLICY_SIZE;
+use crate::gpu::kernels::{DENSE_ROWS_MAX, activation_code, dense_rows_splits};
+use crate::gpu::{
+    DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuResult, KernelArg, Launch, Linear,
+};
+use crate::weights::format::Activation;
+
+use super::dense::DenseGpu;
+
+pub const SQUARES: usize = 64;
+pub const PLANES: usize = 112;
+pub const HALF: usize = size_of::<f16>();
+/// Bytes of one input plane on the device: its u64 mask and its f32 value.
+const INPUT_PLANE_BYTES: usize = size_of::<u64>() + size_of::<f32>();
+/// Threads per block of the row kernels (layer norm, policy finish, dense rows).
+pub const ROW_THREADS: u32 = 256;
+
+/// The buffers every pass shares the shape of: a batch's input planes and its outputs.
+pub struct IoBuffers {
+    /// A batch's input planes, uploaded in one copy: the n·112 masks (u64), then the n·112
+    /// values (f32) right after them (see [`IoBuffers::inputs`]).
+    pub inputs: GpuBuffer,
+    /// `[n][1858]` f32 policy logits.
+    pub policy_out: GpuBuffer,
+    /// `[n][3]` f32: Q, D, M.
+    pub finished: GpuBuffer,
+}
+
+impl IoBuffers {
+    pub fn new(device: &dyn GpuDevice, max_batch: usize) -> GpuResult<Self> {
+        Ok(Self {
+            inputs: device.alloc(max_batch * PLANES * INPUT_PLANE_BYTES)?,
+            policy_out: device.alloc(max_batch * POLICY_SIZE * size_of::<f32>())?,
+            finished: device.alloc(max_batch * 3 * size_of::<f32>())?,
+        })
+    }
+
+    /// Where the masks and the values of an `n`-position batch lie in `inputs`.
+    pub fn inputs(&self, n: usize) -> (DevicePtr, DevicePtr) {
+        let masks = self.inputs.ptr();
+        (masks, masks + (n * PLANES * size_of::<u64>()) as DevicePtr)
+    }
+
+    pub fn all(&self) -> [&GpuBuffer; 3] {
+        [&self.inputs, &self.policy_out, &self.finished]
+    }
+}
+
+/// Copies a batch's 112 (mask, value) pairs to the device, as lc0 sends them.
+pub fn upload_inputs(
+    device: &dyn GpuDevice,
+    buffers: &IoBuffers,
+    batch: &[InputPlanes],
+) -> GpuResult<()> {
+    // straight into the staging memory.
+    let planes = batch.len() * PLANES;
+    device.upload_with(
+        buffers.inputs.ptr(),
+        planes * INPUT_PLANE_BYTES,
+        &mut |staged| {
+            let (masks, values) = staged.split_at_mut(planes * size_of::<u64>());
+            let planes = || batch.iter().flatten();
+            for (slot, plane) in masks.chunks_exact_mut(size_of::<u64>()).zip(planes()) {
+                slot.copy_from_slice(&plane.mask.to_le_bytes());
+            }
+            for (slot, plane) in values.chunks_exact_mut(size_of::<f32>()).zip(planes()) {
+                slot.copy_from_slice(&plane.value.to_le_bytes());
+            }
+        },
+    )
+}
+
+/// An operation of a profiled pass between two marks.
+#[derive(Debug, Clone, Copy)]
+pub struct OpEvent {
+    pub op: &'static str,
+    pub layer: Option<usize>,
+    pub cost: Cost,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// How a profiled pass marks where its operations begin and end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    /// A timing event on the stream (inside a capture: an event-record node); the mark is the
+    /// event's index.
+    Event,
+    /// The number of graph nodes captured so far; kernel timestamps are matched to the nodes
+    /// after a replay.
+    CapturedWork,
+}
+
+/// The marked operations of a profiled pass.
+#[derive(Debug)]
+pub struct OpEvents {
+    pub marker: Marker,
+    pub ops: std::sync::Mutex<Vec<OpEvent>>,
+}
+
+impl OpEvents {
+    pub fn new(marker: Marker) -> Self {
+        Self {
+            marker,
+            ops: Default::default(),
+        }
+    }
+
+    pub fn mark(&self, device: &dyn GpuDevice) -> GpuResult<usize> {
+        match self.marker {
+            Marker::Event => device.record_event(),
+            Marker::CapturedWork => device.captured_work(),
+        }
+    }
+}
+
+/// FLOPs and compulsory bytes of an operation (for the profile's rates).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cost {
+    pub flops: u64,
+    pub bytes: u64,
+}
+
+impl std::ops::Add for Cost {
+    type Output = Cost;
+    fn add(self, o: Cost) -> Cost {
+        Cost {
+            flops: self.flops + o.flops,
+            bytes: self.bytes + o.bytes,
+        }
+    }
+}
+
+/// A dense layer on `rows` fp16 rows: 2·rows·in·out FLOPs; input, weights, output bytes.
+pub fn linear_cost(layer: &DenseGpu, rows: usize) -> Cost {
+    let (i, o, r) = (layer.inputs as u64, layer.outputs as u64, rows as u64);
+    Cost {
+        flops: 2 * r * i * o,
+        bytes: HALF as u64 * (r * i + i * o + r * o),
+    }
+}
+
+/// A pass over `elements` fp16 values that reads `reads` and writes one tensor of that size.
+pub fn pass_cost(elements: usize, reads: u64) -> Cost {
+    Cost {
+        flops: 8 * elements as u64,
+        bytes: HALF as u64 * elements as u64 * (reads + 1),
+    }
+}
+
+/// Enqueues operations of a pass on one lane's device: dense layers and profile marks.
+#[derive(Clone, Copy)]
+pub struct Ops<'a> {
+    pub device: &'a dyn GpuDevice,
+    pub gemm: GemmPath,
+    /// With `Some`, every operation is bracketed by marks.
+    pub profile: Option<&'a OpEvents>,
+}
+
+impl Ops<'_> {
+    /// Runs one named operation, timed when profiling; a `tracing` span marks its enqueue.
+    pub fn op(
+        &self,
+        op: &'static str,
+        layer: Option<usize>,
+        cost: Cost,
+        work: impl FnOnce() -> GpuResult<()>,
+    ) -> GpuResult<()> {
+        let _span =
+            tracing::trace_span!("gpu_op", op, layer, flops = cost.flops, bytes = cost.bytes)
+                .entered();
+        let Some(events) = self.profile else {
+            return work();
+        };
+        let start = events.mark(self.device)?;
+        work()?;
+        let end = events.mark(self.device)?;
+        events
+            .ops
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(OpEvent {
+                op,
+                layer,
+                cost,
+                start,
+                end,
+            });
+        Ok(())
+    }
+
+    pub fn linear(
+        &self,
+        layer: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        rows: usize,
+        bias: bool,
+    ) -> GpuResult<()> {
+        self.linear_with(layer, x, y, rows, bias, Epilogue::None)
+    }
+
+    pub fn linear_with(
+        &self,
+        layer: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        rows: usize,
+        bias: bool,
+        epilogue: Epilogue,
+    ) -> GpuResult<()> {
+        let act = match epilogue {
+            Epilogue::None => Activation::Identity,
+            Epilogue::Relu => Activation::Relu,
+            Epilogue::Silu => Activation::Swish,
+        };
+        if self.dense_rows(layer, x, y, rows, bias, act)? {
+            return Ok(());
+        }
+        let op = Linear {
+            m: rows,
+            n: layer.outputs,
+            k: layer.inputs,
+            x,
+            ldx: layer.inputs,
+            w: layer.w.ptr(),
+            y,
+            ldy: layer.outputs,
+            bias: if bias { layer.bias() } else { None },
+            epilogue,
+        };
+        self.device.linear(self.gemm, &op)
+    }
+
+    /// `y = act(x·Wᵀ + b)`. ReLU and SiLU (and the bias) are GEMM epilogues, which the device
+    /// fuses where its library can; other activations are a pass over `y` (with the bias on the
+    /// BLAS path, which has no epilogue).
+    pub fn dense_act(
+        &self,
+        layer: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        rows: usize,
+        act: Activation,
+    ) -> GpuResult<()> {
+        let epilogue = match act {
+            Activation::Identity => Some(Epilogue::None),
+            Activation::Relu => Some(Epilogue::Relu),
+            Activation::Swish => Some(Epilogue::Silu),
+            _ => None,
+        };
+        if let Some(epilogue) = epilogue {
+            return self.linear_with(layer, x, y, rows, true, epilogue);
+        }
+        if self.dense_rows(layer, x, y, rows, true, act)? {
+            return Ok(());
+        }
+        let fused_bias = self.gemm == GemmPath::Lt;
+        self.linear(layer, x, y, rows, fused_bias)?;
+        let bias = if fused_bias {
+            0
+        } else {
+            layer.bias().unwrap_or(0)
+        };
+        self.device.launch(
+            "bias_activation",
+            Launch::elements(rows * layer.outputs / 8),
+            &[
+                KernelArg::Ptr(y),
+                KernelArg::Ptr(bias),
+                KernelArg::I64(rows as i64),
+                KernelArg::I32(layer.outputs as i32),
+                KernelArg::I32(activation_code(act)),
+            ],
+        )
+    }
+
+    /// `y = act(x·Wᵀ (+ b))` in our `dense_rows` kernel, bias and activation included, where
+    /// there are at most [`DENSE_ROWS_MAX`] rows of a width it takes (a multiple of 8): the
+    /// per-position layers at batch ≤ 4, which a library GEMM runs as one long K loop on a few
+    /// blocks. Returns whether it ran.
+    pub fn dense_rows(
+        &self,
+        layer: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        rows: usize,
+        bias: bool,
+        act: Activation,
+    ) -> GpuResult<bool> {
+        if rows > DENSE_ROWS_MAX || !layer.inputs.is_multiple_of(8) {
+            return Ok(false);
+        }
+        let warps_per_block = (ROW_THREADS / self.device.info().warp_size) as usize;
+        let splits = dense_rows_splits(layer.inputs, self.device.info().warp_size as usize)
+            .min(warps_per_block);
+        self.device.launch(
+            "dense_rows",
+            Launch {
+                grid: [
+                    layer.outputs.div_ceil(warps_per_block / splits) as u32,
+                    1,
+                    1,
+                ],
+                block: [ROW_THREADS, 1, 1],
+                shared_bytes: 0,
+            },
+            &[
+                KernelArg::Ptr(x),
+                KernelArg::I32(layer.inputs as i32),
+                KernelArg::Ptr(layer.w.ptr()),
+                KernelArg::Ptr(if bias { layer.bias().unwrap_or(0) } else { 0 }),
+                KernelArg::Ptr(y),
+                KernelArg::I32(layer.outputs as i32),
+                KernelArg::I32(rows as i32),
+                KernelArg::I32(layer.outputs as i32),
+                KernelArg::I32(layer.inputs as i32),
+                KernelArg::I32(activation_code(act)),
+                KernelArg::I32(splits as i32),
+            ],
+        )?;
+        Ok(true)
+    }
+}
+
+/// `(Q, D, M)` per position into `out` (`[n][3]` f32) from the value head's output (3 WDL
+/// logits, or one value for tanh) and the moves-left head's (`mlh`, 0 for none: M = 0).
+pub fn finish_value(
+    ops: &Ops<'_>,
+    (value, wdl): (DevicePtr, bool),
+    mlh: DevicePtr,
+    out: DevicePtr,
+    n: usize,
+) -> GpuResult<()> {
+    ops.device.launch(
+        "value_finish",
+        Launch {
+            grid: [n.div_ceil(128) as u32, 1, 1],
+            block: [128, 1, 1],
+            shared_bytes: 0,
+        },
+        &[
+            KernelArg::Ptr(value),
+            KernelArg::I32(wdl as i32),
+            KernelArg::Ptr(mlh),
+            KernelArg::Ptr(out),
+            KernelArg::I32(n as i32),
+        ],
+    )
+}

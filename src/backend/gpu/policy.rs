@@ -1,0 +1,124 @@
+//! The attention policy head, on an attention body's output or a residual tower's (both
+//! square-major `[n·64][C]`): embedding, query and key in one GEMM, scaled `Q·Kᵀ` per
+//! position, then `policy_finish` maps the 64·64 moves and the promotions to the 1858 logits.
+
+use super::dense::{DenseGpu, dense, stacked, upload_f16, upload_i16};
+use super::ops::{Cost, HALF, Ops, ROW_THREADS, SQUARES, linear_cost};
+use crate::chess::policy_index::attention_policy_map;
+use crate::gpu::{BatchedProduct, DevicePtr, GpuBuffer, GpuDevice, GpuResult, KernelArg, Launch};
+use crate::weights::format::Activation;
+use crate::weights::network::PolicyHead;
+
+/// Raw attention-policy values per position (64·64 moves plus 8·24 promotion entries) that
+/// `policy_finish` maps to the 1858 outputs.
+const POLICY_RAW: u32 = 4288;
+
+pub struct PolicyGpu {
+    pub embedding: DenseGpu,
+    /// `[2·Dp][Ep]`: query, then key.
+    pub query_key: DenseGpu,
+    pub promotion: GpuBuffer,
+    pub dp: usize,
+    /// lc0's map from the raw values to the 1858 outputs.
+    pub map: GpuBuffer,
+}
+
+/// A lane's buffers for the head.
+pub struct PolicyBuffers {
+    pub embedding: GpuBuffer,
+    pub query_key: GpuBuffer,
+    pub logits: GpuBuffer,
+}
+
+impl PolicyBuffers {
+    pub fn new(device: &dyn GpuDevice, head: &PolicyGpu, max_batch: usize) -> GpuResult<Self> {
+        let rows = max_batch * SQUARES;
+        Ok(Self {
+            embedding: device.alloc(rows * head.embedding.outputs * HALF)?,
+            query_key: device.alloc(rows * head.query_key.outputs * HALF)?,
+            logits: device.alloc(max_batch * SQUARES * SQUARES * HALF)?,
+        })
+    }
+
+    pub fn all(&self) -> [&GpuBuffer; 3] {
+        [&self.embedding, &self.query_key, &self.logits]
+    }
+}
+
+impl PolicyGpu {
+    pub fn upload(device: &dyn GpuDevice, p: &PolicyHead) -> GpuResult<Self> {
+        Ok(Self {
+            embedding: dense(device, &p.embedding)?,
+            query_key: stacked(device, &[&p.query, &p.key])?,
+            promotion: upload_f16(device, &p.promotion)?,
+            dp: p.query.outputs,
+            map: upload_i16(device, attention_policy_map())?,
+        })
+    }
+
+    /// FLOPs and bytes of the head over `n` positions.
+    pub fn cost(&self, n: usize) -> Cost {
+        let rows = n * SQUARES;
+        let logits = Cost {
+            flops: 2 * (n * SQUARES * SQUARES * self.dp) as u64,
+            bytes: (HALF * n * SQUARES * SQUARES) as u64,
+        };
+        linear_cost(&self.embedding, rows) + linear_cost(&self.query_key, rows) + logits
+    }
+
+    /// The head over `input` (`[n·64][inputs]`), its embedding activated by `act`, into the
+    /// f32 logits at `out` (`[n][1858]`).
+    pub fn enqueue(
+        &self,
+        ops: &Ops<'_>,
+        (input, act): (DevicePtr, Activation),
+        b: &PolicyBuffers,
+        out: DevicePtr,
+        n: usize,
+    ) -> GpuResult<()> {
+        let rows = n * SQUARES;
+        ops.dense_act(&self.embedding, input, b.embedding.ptr(), rows, act)?;
+        ops.linear(
+            &self.query_key,
+            b.embedding.ptr(),
+            b.query_key.ptr(),
+            rows,
+            true,
+        )?;
+        let dp = self.dp;
+        let keys = b.query_key.at(dp * HALF);
+        ops.device.batched_product(&BatchedProduct {
+            batch: n,
+            m: SQUARES,
+            n: SQUARES,
+            k: dp,
+            alpha: 1.0 / (dp as f32).sqrt(),
+            a: b.query_key.ptr(),
+            lda: 2 * dp,
+            stride_a: SQUARES * 2 * dp,
+            b: keys,
+            ldb: 2 * dp,
+            stride_b: SQUARES * 2 * dp,
+            c: b.logits.ptr(),
+            ldc: SQUARES,
+            stride_c: SQUARES * SQUARES,
+        })?;
+        ops.device.launch(
+            "policy_finish",
+            Launch {
+                grid: [n as u32, POLICY_RAW.div_ceil(ROW_THREADS), 1],
+                block: [ROW_THREADS, 1, 1],
+                shared_bytes: 0,
+            },
+            &[
+                KernelArg::Ptr(b.logits.ptr()),
+                KernelArg::Ptr(keys),
+                KernelArg::I32((2 * dp) as i32),
+                KernelArg::Ptr(self.promotion.ptr()),
+                KernelArg::I32(dp as i32),
+                KernelArg::Ptr(self.map.ptr()),
+                KernelArg::Ptr(out),
+            ],
+        )
+    }
+}

@@ -1,0 +1,411 @@
+//! A residual-tower (convolutional) network on the GPU: the input convolution, residual blocks
+//! (with or without squeeze-excitation), the classical, convolution or attention policy head,
+//! value and moves-left heads. Activations are square-major (`[n·64][C]`); a 3×3 convolution
+//! is `conv_gather3x3` and one GEMM, a 1×1 convolution one GEMM.
+
+pub mod weights;
+
+use super::dense::DenseGpu;
+use super::ops::{
+    Cost, HALF, IoBuffers, Ops, PLANES, SQUARES, finish_value, linear_cost, pass_cost,
+};
+use super::pass::NetworkPass;
+use super::policy::PolicyBuffers;
+use crate::chess::policy_index::POLICY_SIZE;
+use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code};
+use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuError, GpuResult, KernelArg, Launch};
+use crate::weights::format::{Activation, NetFormat};
+use crate::weights::tower::TowerNetwork;
+use weights::{BlockGpu, ConvHeadGpu, TowerGpu, TowerPolicyGpu};
+
+/// Taps of a 3×3 kernel.
+const TAPS: usize = 9;
+
+/// A residual tower on the device.
+pub struct TowerPass {
+    net: TowerGpu,
+    format: NetFormat,
+}
+
+impl TowerPass {
+    pub fn new(device: &dyn GpuDevice, network: &TowerNetwork) -> GpuResult<Self> {
+        Ok(Self {
+            net: TowerGpu::upload(device, network)?,
+            format: network.format.clone(),
+        })
+    }
+}
+
+/// A lane's activation buffers for a tower.
+pub struct TowerBuffers {
+    /// The input planes as `[n·64][112]`.
+    planes: GpuBuffer,
+    /// Gathered 3×3 neighbourhoods `[n·64][9·max(112, C)]`.
+    columns: GpuBuffer,
+    /// The residual stream `[n·64][C]`.
+    x: GpuBuffer,
+    /// The first convolution's output in a block (and the convolution policy's).
+    h: GpuBuffer,
+    /// The second convolution's output in a block, before its bias.
+    y: GpuBuffer,
+    /// A head's 1×1 (or policy) convolution output `[n·64][planes]`.
+    head_planes: GpuBuffer,
+    /// The classical policy's 1858 fp16 logits, or the value and moves-left heads' hidden layer.
+    head_dense: GpuBuffer,
+    value_out: GpuBuffer,
+    mlh_out: GpuBuffer,
+    attention_policy: Option<PolicyBuffers>,
+}
+
+/// The widest output of a head's convolution.
+fn head_planes(net: &TowerGpu) -> usize {
+    let policy = match &net.policy {
+        TowerPolicyGpu::Classical { conv, .. } => conv.outputs,
+        TowerPolicyGpu::Convolution { conv2, .. } => conv2.outputs,
+        TowerPolicyGpu::Attention(_) => 0,
+    };
+    let heads = [Some(&net.value), net.moves_left.as_ref()];
+    heads
+        .into_iter()
+        .flatten()
+        .map(|h| h.conv.outputs)
+        .fold(policy, usize::max)
+}
+
+/// The widest per-position dense output a head keeps in fp16 before its last layer.
+fn head_dense_width(net: &TowerGpu) -> usize {
+    let policy = match &net.policy {
+        TowerPolicyGpu::Classical { .. } => POLICY_SIZE,
+        _ => 0,
+    };
+    let heads = [Some(&net.value), net.moves_left.as_ref()];
+    heads
+        .into_iter()
+        .flatten()
+        .map(|h| h.hidden.outputs)
+        .fold(policy, usize::max)
+}
+
+impl NetworkPass for TowerPass {
+    type Buffers = TowerBuffers;
+
+    fn buffers(&self, device: &dyn GpuDevice, max_batch: usize) -> GpuResult<TowerBuffers> {
+        let net = &self.net;
+        let rows = max_batch * SQUARES;
+        let half = |elements: usize| device.alloc(elements * HALF);
+        let c = net.filters;
+        Ok(TowerBuffers {
+            planes: half(rows * PLANES)?,
+            columns: half(rows * TAPS * c.max(PLANES))?,
+            x: half(rows * c)?,
+            h: half(rows * c)?,
+            y: half(rows * c)?,
+            head_planes: half(rows * head_planes(net))?,
+            head_dense: half(max_batch * head_dense_width(net))?,
+            value_out: half(max_batch * net.value.output.outputs)?,
+            mlh_out: half(max_batch)?,
+            attention_policy: match &net.policy {
+                TowerPolicyGpu::Attention(head) => {
+                    Some(PolicyBuffers::new(device, head, max_batch)?)
+                }
+                _ => None,
+            },
+        })
+    }
+
+    fn each_buffer(b: &TowerBuffers) -> Vec<&GpuBuffer> {
+        [
+            &b.planes,
+            &b.columns,
+            &b.x,
+            &b.h,
+            &b.y,
+            &b.head_planes,
+            &b.head_dense,
+            &b.value_out,
+            &b.mlh_out,
+        ]
+        .into_iter()
+        .chain(b.attention_policy.iter().flat_map(PolicyBuffers::all))
+        .collect()
+    }
+
+    fn enqueue(&self, ops: &Ops<'_>, io: &IoBuffers, b: &TowerBuffers, n: usize) -> GpuResult<()> {
+        let pass = TowerForward {
+            ops: *ops,
+            net: &self.net,
+            act: self.format.default_activation,
+            wdl: self.format.wdl,
+            io,
+            b,
+        };
+        pass.enqueue(n)
+    }
+
+    fn format(&self) -> &NetFormat {
+        &self.format
+    }
+
+    fn has_moves_left(&self) -> bool {
+        self.net.moves_left.is_some()
+    }
+}
+
+/// Enqueues one tower pass of `n` positions whose inputs are on the device.
+struct TowerForward<'a> {
+    ops: Ops<'a>,
+    net: &'a TowerGpu,
+    act: Activation,
+    wdl: bool,
+    io: &'a IoBuffers,
+    b: &'a TowerBuffers,
+}
+
+impl TowerForward<'_> {
+    fn enqueue(&self, n: usize) -> GpuResult<()> {
+        let (net, b, rows) = (self.net, self.b, n * SQUARES);
+        let input_cost = pass_cost(rows * PLANES, 0) + self.conv3x3_cost(&net.input, rows);
+        self.ops.op("input conv", None, input_cost, || {
+            let (masks, values) = self.io.inputs(n);
+            self.ops.device.launch(
+                "expand_tokens",
+                Launch::elements(rows * PLANES),
+                &[
+                    KernelArg::Ptr(masks),
+                    KernelArg::Ptr(values),
+                    KernelArg::Ptr(0),
+                    KernelArg::I32(0),
+                    KernelArg::I32(0),
+                    KernelArg::Ptr(b.planes.ptr()),
+                    KernelArg::I32(n as i32),
+                ],
+            )?;
+            self.conv3x3(&net.input, b.planes.ptr(), b.x.ptr(), n, Some(self.act))
+        })?;
+        for (i, block) in net.blocks.iter().enumerate() {
+            self.block(i, block, n)?;
+        }
+        self.ops
+            .op("policy head", None, self.policy_cost(n), || self.policy(n))?;
+        self.ops
+            .op("value+mlh heads", None, self.heads_cost(n), || {
+                self.value_and_moves_left(n)
+            })
+    }
+
+    /// FLOPs and bytes of a 3×3 convolution: the gather and the GEMM.
+    fn conv3x3_cost(&self, conv: &DenseGpu, rows: usize) -> Cost {
+        pass_cost(rows * conv.inputs, 1) + linear_cost(conv, rows)
+    }
+
+    /// `y = conv(x)` (3×3), with the bias and `act` where given (`None`: no bias).
+    fn conv3x3(
+        &self,
+        conv: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        n: usize,
+        act: Option<Activation>,
+    ) -> GpuResult<()> {
+        let channels = conv.inputs / TAPS;
+        let columns = self.b.columns.ptr();
+        self.ops.device.launch(
+            "conv_gather3x3",
+            Launch::elements(
+                n * SQUARES * conv.inputs / if channels.is_multiple_of(8) { 8 } else { 1 },
+            ),
+            &[
+                KernelArg::Ptr(x),
+                KernelArg::I32(channels as i32),
+                KernelArg::Ptr(columns),
+                KernelArg::I32(n as i32),
+            ],
+        )?;
+        match act {
+            Some(act) => self.ops.dense_act(conv, columns, y, n * SQUARES, act),
+            None => self.ops.linear(conv, columns, y, n * SQUARES, false),
+        }
+    }
+
+    /// `x = act(SE(conv2(act(conv1(x)))) + x)`, or without SE `act(conv2(…) + x)`.
+    fn block(&self, i: usize, block: &BlockGpu, n: usize) -> GpuResult<()> {
+        let (b, rows, layer) = (self.b, n * SQUARES, Some(i));
+        self.ops.op(
+            "conv1",
+            layer,
+            self.conv3x3_cost(&block.conv1, rows),
+            || self.conv3x3(&block.conv1, b.x.ptr(), b.h.ptr(), n, Some(self.act)),
+        )?;
+        self.ops.op(
+            "conv2",
+            layer,
+            self.conv3x3_cost(&block.conv2, rows),
+            || self.conv3x3(&block.conv2, b.h.ptr(), b.y.ptr(), n, None),
+        )?;
+        let channels = self.net.filters;
+        let bias = block.conv2.bias().unwrap_or(0);
+        let Some(se) = &block.se else {
+            return self
+                .ops
+                .op("residual+act", layer, pass_cost(rows * channels, 2), || {
+                    self.ops.device.launch(
+                        "bias_residual_act",
+                        Launch::elements(rows * channels),
+                        &[
+                            KernelArg::Ptr(b.y.ptr()),
+                            KernelArg::Ptr(bias),
+                            KernelArg::Ptr(b.x.ptr()),
+                            KernelArg::I64(rows as i64),
+                            KernelArg::I32(channels as i32),
+                            KernelArg::I32(activation_code(self.act)),
+                        ],
+                    )
+                });
+        };
+        let cost =
+            pass_cost(rows * channels, 2) + linear_cost(&se.fc1, n) + linear_cost(&se.fc2, n);
+        self.ops.op("se+residual+act", layer, cost, || {
+            let floats = channels + se.fc1.outputs + se.fc2.outputs;
+            self.ops.device.launch(
+                "se_residual",
+                Launch {
+                    grid: [n as u32, 1, 1],
+                    block: [SE_RESIDUAL_THREADS, 1, 1],
+                    shared_bytes: (floats * size_of::<f32>()) as u32,
+                },
+                &[
+                    KernelArg::Ptr(b.y.ptr()),
+                    KernelArg::Ptr(bias),
+                    KernelArg::Ptr(b.x.ptr()),
+                    KernelArg::I32(channels as i32),
+                    KernelArg::Ptr(se.fc1.w.ptr()),
+                    KernelArg::Ptr(se.fc1.bias().unwrap_or(0)),
+                    KernelArg::I32(se.fc1.outputs as i32),
+                    KernelArg::Ptr(se.fc2.w.ptr()),
+                    KernelArg::Ptr(se.fc2.bias().unwrap_or(0)),
+                    KernelArg::I32(activation_code(self.act)),
+                ],
+            )
+        })
+    }
+
+    fn policy_cost(&self, n: usize) -> Cost {
+        let rows = n * SQUARES;
+        match &self.net.policy {
+            TowerPolicyGpu::Classical { conv, dense, .. } => {
+                linear_cost(conv, rows) + linear_cost(dense, n)
+            }
+            TowerPolicyGpu::Convolution { conv1, conv2, .. } => {
+                self.conv3x3_cost(conv1, rows) + self.conv3x3_cost(conv2, rows)
+            }
+            TowerPolicyGpu::Attention(head) => head.cost(n),
+        }
+    }
+
+    fn policy(&self, n: usize) -> GpuResult<()> {
+        let (b, rows, out) = (self.b, n * SQUARES, self.io.policy_out.ptr());
+        match &self.net.policy {
+            TowerPolicyGpu::Classical { conv, dense, map } => {
+                self.ops
+                    .dense_act(conv, b.x.ptr(), b.head_planes.ptr(), rows, self.act)?;
+                self.ops
+                    .linear(dense, b.head_planes.ptr(), b.head_dense.ptr(), n, true)?;
+                self.gather_policy(b.head_dense.ptr(), POLICY_SIZE, map, n)
+            }
+            TowerPolicyGpu::Convolution { conv1, conv2, map } => {
+                self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), n, Some(self.act))?;
+                let planes = conv2.outputs;
+                self.conv3x3(
+                    conv2,
+                    b.h.ptr(),
+                    b.head_planes.ptr(),
+                    n,
+                    Some(Activation::Identity),
+                )?;
+                self.gather_policy(b.head_planes.ptr(), SQUARES * planes, map, n)
+            }
+            TowerPolicyGpu::Attention(head) => {
+                // Made with the lane's buffers whenever the head is an attention policy.
+                let buffers = b.attention_policy.as_ref().ok_or_else(|| GpuError::Call {
+                    call: "tower attention policy",
+                    detail: "the lane has no buffers for it".to_owned(),
+                })?;
+                // lc0 runs these heads' embedding with SELU whatever the file says.
+                head.enqueue(&self.ops, (b.x.ptr(), Activation::Selu), buffers, out, n)
+            }
+        }
+    }
+
+    /// `policy_out[b][map[j]] = input[b·per_position + j]` for every mapped `j`.
+    fn gather_policy(
+        &self,
+        input: DevicePtr,
+        per_position: usize,
+        map: &GpuBuffer,
+        n: usize,
+    ) -> GpuResult<()> {
+        self.ops.device.launch(
+            "policy_gather",
+            Launch::elements(n * per_position),
+            &[
+                KernelArg::Ptr(input),
+                KernelArg::I32(per_position as i32),
+                KernelArg::Ptr(map.ptr()),
+                KernelArg::I32(per_position as i32),
+                KernelArg::Ptr(self.io.policy_out.ptr()),
+                KernelArg::I32(n as i32),
+            ],
+        )
+    }
+
+    fn heads_cost(&self, n: usize) -> Cost {
+        let rows = n * SQUARES;
+        [Some(&self.net.value), self.net.moves_left.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|h| {
+                linear_cost(&h.conv, rows) + linear_cost(&h.hidden, n) + linear_cost(&h.output, n)
+            })
+            .fold(Cost::default(), |a, b| a + b)
+    }
+
+    /// `output(act(hidden(flatten(act(conv 1×1)))))` into `out`.
+    fn conv_head(&self, head: &ConvHeadGpu, out: DevicePtr, n: usize) -> GpuResult<()> {
+        let b = self.b;
+        self.ops.dense_act(
+            &head.conv,
+            b.x.ptr(),
+            b.head_planes.ptr(),
+            n * SQUARES,
+            self.act,
+        )?;
+        self.ops.dense_act(
+            &head.hidden,
+            b.head_planes.ptr(),
+            b.head_dense.ptr(),
+            n,
+            self.act,
+        )?;
+        self.ops
+            .linear(&head.output, b.head_dense.ptr(), out, n, true)
+    }
+
+    fn value_and_moves_left(&self, n: usize) -> GpuResult<()> {
+        let b = self.b;
+        self.conv_head(&self.net.value, b.value_out.ptr(), n)?;
+        let mlh = match &self.net.moves_left {
+            Some(head) => {
+                self.conv_head(head, b.mlh_out.ptr(), n)?;
+                b.mlh_out.ptr()
+            }
+            None => 0,
+        };
+        finish_value(
+            &self.ops,
+            (b.value_out.ptr(), self.wdl),
+            mlh,
+            self.io.finished.ptr(),
+            n,
+        )
+    }
+}
