@@ -184,7 +184,7 @@ impl Engine {
                 self.config.backend
             ),
             "option name BackendOptions type string default".to_owned(),
-            "option name Threads type spin default 1 min 1 max 128".to_owned(),
+            "option name Threads type spin default 0 min 0 max 128".to_owned(),
             format!(
                 "option name MinibatchSize type spin default {} min 1 max 1024",
                 p.minibatch
@@ -234,11 +234,7 @@ impl Engine {
             "weightsfile" => self.reload(|c| c.weights = non_default(value)),
             "backend" => self.reload(|c| c.backend = value.to_owned()),
             "backendoptions" => self.reload(|c| c.backend_options = value.to_owned()),
-            // Accepted for GUIs that always send it: one thread gathers each batch and the
-            // backend parallelises the evaluation itself.
-            "threads" => {
-                parse_in::<usize>(value, 1, 128)?;
-            }
+            "threads" => params.threads = parse_in(value, 0, 128)?,
             "minibatchsize" => params.minibatch = parse_in(value, 1, 1024)?,
             "cpuct" => params.cpuct = parse_in(value, 0.0, 100.0)?,
             "fpureduction" => params.fpu_reduction = parse_in(value, -10.0, 10.0)?,
@@ -849,6 +845,9 @@ mod tests {
             mate: None,
             pv: Vec::new(),
             chess960: false,
+            collisions: 0,
+            batches: 0,
+            evaluated: 0,
         };
         assert_eq!(info(0.0).centipawns(), 0);
         // 90·tan(1.5637541897·0.5) = 90·0.99435… ≈ 89.5

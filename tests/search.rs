@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use lc0rs::backend::{Backend, BackendAttributes, BackendError, BatchOutput, create_backend};
 use lc0rs::chess::{InputPlanes, PositionHistory};
 use lc0rs::netsource::NetSource;
+use lc0rs::search::tree::ROOT;
 use lc0rs::search::{Limits, Search, SearchParams, terminal_value, uci};
 use lc0rs::weights::LoadOptions;
 use lc0rs::weights::format::InputFormat;
@@ -204,4 +205,126 @@ fn a_finished_game_is_an_error_not_a_move() {
         .run(Limits::default(), &stop, &mut |_| {})
         .unwrap_err();
     assert!(e.to_string().contains("game is over"), "{e}");
+}
+
+/// Checks that every visit of `search`'s tree is accounted for: each playout backed up through
+/// the root exactly once (root N = new playouts + reused ones), every expanded node visited
+/// once itself plus once per visit of a child, no virtual loss left behind, and every move on
+/// the way legal in its position.
+fn assert_tree_consistent(search: &Search, reused: u32, playouts: u64) {
+    let tree = search.tree();
+    let root = tree.node(ROOT);
+    assert_eq!(u64::from(root.visits), u64::from(reused) + playouts);
+    let mut stack = vec![(ROOT, search.history().last().position.clone().unwrap())];
+    while let Some((index, position)) = stack.pop() {
+        let node = tree.node(index);
+        assert_eq!(node.in_flight, 0, "node {index}: virtual loss left");
+        assert!(
+            node.value_sum.abs() <= f64::from(node.visits) + 1e-6,
+            "node {index}: value sum {} over {} visits",
+            node.value_sum,
+            node.visits
+        );
+        if node.terminal.is_some() {
+            assert!(node.children.is_empty(), "node {index}: a game end with children");
+            continue;
+        }
+        let children: u32 = tree.children(index).map(|c| tree.node(c).visits).sum();
+        if node.expanded {
+            assert_eq!(node.visits, children + 1, "node {index}");
+        } else {
+            assert_eq!(node.visits, 0, "node {index}: visited but not expanded");
+        }
+        for child in tree.children(index) {
+            let m = tree.node(child).mv.unwrap();
+            assert!(position.is_legal(m), "node {child}: illegal move {m}");
+            let mut next = position.clone();
+            next.play_unchecked(m);
+            stack.push((child, next));
+        }
+    }
+}
+
+#[test]
+fn many_threads_lose_no_visit() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    for (threads, minibatch) in [(8, 4), (3, 16)] {
+        let params = SearchParams {
+            threads,
+            minibatch,
+            ..SearchParams::default()
+        };
+        let mut search = Search::new(backend.clone(), params);
+        assert_eq!(search.threads(), threads);
+        for (spec, nodes) in [
+            ("startpos", 1_500),
+            ("fen 6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", 600),
+            ("fen 8/8/8/4k3/8/8/4P3/4K3 w - - 0 1", 800),
+        ] {
+            let h = history(spec);
+            search.set_position(h.clone());
+            let result = search_nodes(&mut search, nodes);
+            assert_eq!(result.info.nodes, nodes, "{spec}");
+            assert_tree_consistent(&search, 0, nodes);
+            assert!(h.last().position.as_ref().unwrap().is_legal(result.best_move));
+            // The next move's search starts from the kept subtree.
+            search.advance(&result.info.pv[..1]);
+            let reused = search.root_visits();
+            if search.history().last().position.as_ref().unwrap().legal_moves().is_empty() {
+                continue;
+            }
+            search_nodes(&mut search, 300);
+            assert_tree_consistent(&search, reused, 300);
+        }
+    }
+}
+
+/// The bundled net, made slow, counting the calls under way at once.
+struct Overlapping {
+    inner: Box<dyn Backend>,
+    running: AtomicUsize,
+    most_at_once: AtomicUsize,
+}
+
+impl Backend for Overlapping {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn attributes(&self) -> BackendAttributes {
+        BackendAttributes {
+            runs_on_cpu: false,
+            ..self.inner.attributes()
+        }
+    }
+    fn input_format(&self) -> InputFormat {
+        self.inner.input_format()
+    }
+    fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_at_once.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let out = self.inner.evaluate(batch);
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        out
+    }
+}
+
+#[test]
+fn a_gpu_like_backend_gets_two_threads_whose_calls_overlap() {
+    let backend = Arc::new(Overlapping {
+        inner: cpu_backend(),
+        running: AtomicUsize::new(0),
+        most_at_once: AtomicUsize::new(0),
+    });
+    let params = SearchParams {
+        minibatch: 8,
+        ..SearchParams::default()
+    };
+    let mut search = Search::new(backend.clone(), params);
+    assert_eq!(search.threads(), 2, "lc0's default for a GPU backend");
+    search.set_position(PositionHistory::startpos());
+    let result = search_nodes(&mut search, 400);
+    assert_tree_consistent(&search, 0, 400);
+    assert_eq!(backend.most_at_once.load(Ordering::SeqCst), 2);
+    assert!(result.info.batches >= 400 / 8, "{} batches", result.info.batches);
 }

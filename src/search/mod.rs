@@ -5,19 +5,21 @@
 
 pub mod cache;
 pub mod tree;
+mod worker;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use shakmaty::{Move, Position};
 
-use crate::backend::{Backend, BackendError, DEFAULT_POLICY_TEMPERATURE, legal_move_probabilities};
+use crate::backend::{Backend, BackendError, DEFAULT_POLICY_TEMPERATURE};
 use crate::chess::castling::uci_notation;
-use crate::chess::policy_index::entry_moves_with_indices;
-use crate::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
-use cache::{CachedEval, NnCache};
+use crate::chess::{HistoryFill, PositionHistory};
+use cache::NnCache;
 use tree::{ROOT, Tree};
+use worker::{Context, SearchStats, TreeState};
 
 /// The search parameters, with lc0's defaults.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,6 +40,8 @@ pub struct SearchParams {
     pub max_tree_nodes: usize,
     /// UCI_Chess960: castling moves are written as king takes rook.
     pub chess960: bool,
+    /// Search threads over the one tree; 0 chooses by backend (see [`Search::threads`]).
+    pub threads: usize,
 }
 
 impl Default for SearchParams {
@@ -52,6 +56,7 @@ impl Default for SearchParams {
             cache_size: 200_000,
             max_tree_nodes: 40_000_000,
             chess960: false,
+            threads: 0,
         }
     }
 }
@@ -79,6 +84,12 @@ pub struct SearchInfo {
     pub pv: Vec<Move>,
     /// Whether moves are written in Chess960 notation (king takes rook).
     pub chess960: bool,
+    /// Playouts that met a leaf already waiting for the backend (in this or another thread's
+    /// batch) and were given up.
+    pub collisions: u64,
+    /// Backend calls and the positions sent in them.
+    pub batches: u64,
+    pub evaluated: u64,
 }
 
 impl SearchInfo {
@@ -122,6 +133,8 @@ pub enum SearchError {
     NoContinuation,
     #[error(transparent)]
     Backend(#[from] BackendError),
+    #[error("a search thread failed")]
+    ThreadFailed,
 }
 
 /// The result: the move to play and the last report.
@@ -131,14 +144,6 @@ pub struct SearchResult {
     pub info: SearchInfo,
     /// The search ended because the tree reached `max_tree_nodes`.
     pub tree_full: bool,
-}
-
-/// A leaf waiting for the backend.
-struct PendingLeaf {
-    path: Vec<u32>,
-    planes: InputPlanes,
-    key: u64,
-    legal: Vec<(Move, usize)>,
 }
 
 /// A search over one position, kept between moves so its tree can be reused.
@@ -168,8 +173,24 @@ impl Search {
         self.params = params;
     }
 
+    pub fn params(&self) -> &SearchParams {
+        &self.params
+    }
+
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
+    }
+
+    /// The search threads a search runs: `params.threads`, or where that is 0 lc0's default
+    /// for the backend (one more than the backend's own, i.e. 2 on a GPU whose calls from two
+    /// threads run side by side on its lanes, 1 on the CPU, whose backend already uses every
+    /// core).
+    pub fn threads(&self) -> usize {
+        match self.params.threads {
+            0 if self.backend.attributes().runs_on_cpu => 1,
+            0 => 2,
+            n => n,
+        }
     }
 
     /// Searches `history` from scratch (a new game or an unrelated position).
@@ -200,13 +221,19 @@ impl Search {
         &self.root
     }
 
+    /// The tree as the last search left it (for inspection: visit counts, values, priors).
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
     /// Playouts already in the root (reused from earlier searches or this one).
     pub fn root_visits(&self) -> u32 {
         self.tree.node(ROOT).visits
     }
 
-    /// Searches until `limits` or `stop`, calling `on_batch` after every backend batch (the
-    /// caller decides how often to report; the best move so far is `pv[0]`).
+    /// Searches until `limits` or `stop`, calling `on_batch` after the backend batches of the
+    /// calling thread (the caller decides how often to report; the best move so far is
+    /// `pv[0]`). [`Search::threads`] threads gather, evaluate and back up at once.
     pub fn run(
         &mut self,
         limits: Limits,
@@ -221,256 +248,98 @@ impl Search {
             Some(_) => {}
         }
         let start = Instant::now();
-        let mut stats = DepthStats::default();
-        loop {
-            let remaining = limits.nodes.map(|n| n.saturating_sub(stats.playouts));
-            // Never stop before the root has children: there would be no move to name.
-            let has_move = self.tree.node(ROOT).expanded;
-            let limit_reached = remaining == Some(0)
-                || limits.time.is_some_and(|t| start.elapsed() >= t)
-                || stop.load(Ordering::Relaxed)
-                || self.tree_full();
-            if has_move && limit_reached {
-                break;
-            }
-            let batch = self.batch_size(remaining.filter(|_| has_move));
-            self.playout_batch(batch, &mut stats)?;
-            on_batch(&self.info(&stats, start.elapsed()));
-        }
-        let info = self.info(&stats, start.elapsed());
-        let best = self
-            .tree
-            .best_child(ROOT)
-            .and_then(|c| self.tree.node(c).mv)
-            .ok_or(SearchError::GameOver)?;
-        Ok(SearchResult {
-            best_move: best,
-            info,
-            tree_full: self.tree_full(),
-        })
-    }
-
-    /// Whether another batch could take the tree past `max_tree_nodes` (each leaf adds at
-    /// most 218 children, the most legal moves a chess position has).
-    fn tree_full(&self) -> bool {
-        let worst_batch = self.params.minibatch.saturating_mul(218);
-        self.tree.nodes.len().saturating_add(worst_batch) > self.params.max_tree_nodes
-    }
-
-    fn batch_size(&self, remaining: Option<u64>) -> usize {
+        let threads = self.threads();
         let cap = self
             .params
             .minibatch
             .clamp(1, self.backend.attributes().max_batch.max(1));
-        remaining.map_or(cap, |r| cap.min(r.try_into().unwrap_or(usize::MAX)))
-    }
-
-    /// Gathers up to `size` playouts, evaluates the new leaves in one backend call and backs
-    /// everything up.
-    fn playout_batch(&mut self, size: usize, stats: &mut DepthStats) -> Result<(), SearchError> {
-        let mut pending: Vec<PendingLeaf> = Vec::new();
-        let mut collisions = 0;
-        let mut done = 0;
-        while done + collisions < size {
-            let root_len = self.root.len();
-            let path = self.descend();
-            stats.record(path.len() as u32 - 1);
-            let leaf = *path.last().expect("a path holds the root");
-            let outcome = self.leaf_outcome(leaf, &path);
-            self.root.truncate(root_len);
-            match outcome {
-                LeafOutcome::Done => done += 1,
-                LeafOutcome::Collision => collisions += 1,
-                LeafOutcome::Pending(p) => {
-                    pending.push(*p);
-                    done += 1;
-                }
+        let max_nodes = self.params.max_tree_nodes;
+        let plan = |state: &TreeState| -> Option<usize> {
+            let remaining = limits.nodes.map(|n| n.saturating_sub(state.stats.playouts));
+            // Never stop before the root has children: there would be no move to name.
+            let has_move = state.tree.node(ROOT).expanded;
+            let limit_reached = remaining == Some(0)
+                || worker::past(start, limits.time)
+                || tree_full(state.tree, cap, max_nodes);
+            if has_move && limit_reached {
+                return None;
             }
-        }
-        stats.playouts += done as u64;
-        tracing::debug!(
-            target: "lc0rs::search",
-            asked = size,
-            to_backend = pending.len(),
-            answered_at_once = done - pending.len(),
-            collisions,
-            "batch gathered"
-        );
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let planes: Vec<InputPlanes> = pending.iter().map(|p| p.planes).collect();
-        let out = self.backend.evaluate(&planes)?;
-        for (i, leaf) in pending.into_iter().enumerate() {
-            let probabilities = legal_move_probabilities(
-                out.policy_of(i),
-                &leaf.legal,
-                self.params.policy_temperature,
-            );
-            let eval = CachedEval {
-                q: out.q[i],
-                d: out.d[i],
-                m: out.m[i],
-                priors: probabilities,
-            };
-            self.expand_and_back_up(&leaf.path, &leaf.legal, &eval);
-            self.cache.insert(leaf.key, eval);
-        }
-        Ok(())
-    }
-
-    /// Walks from the root to a leaf by PUCT, playing the moves on `self.root` and adding a
-    /// virtual loss to every node on the way.
-    fn descend(&mut self) -> Vec<u32> {
-        let mut path = vec![ROOT];
-        let mut index = ROOT;
-        self.tree.node_mut(ROOT).in_flight += 1;
-        loop {
-            let node = self.tree.node(index);
-            if node.terminal.is_some() || !node.expanded || node.children.is_empty() {
-                return path;
-            }
-            index = self.select_child(index);
-            let child = self.tree.node_mut(index);
-            child.in_flight += 1;
-            let m = child.mv.expect("children have moves");
-            self.root.play(m);
-            path.push(index);
-        }
-    }
-
-    /// The child maximising Q + U, with in-flight playouts counted as losses.
-    fn select_child(&self, index: u32) -> u32 {
-        let parent = self.tree.node(index);
-        let parent_n = f64::from(parent.visits + parent.in_flight);
-        let p = &self.params;
-        let cpuct = f64::from(p.cpuct)
-            + f64::from(p.cpuct_factor)
-                * ((parent_n + f64::from(p.cpuct_base)) / f64::from(p.cpuct_base)).ln();
-        let children = self.tree.children(index);
-        let visited_policy: f64 = children
-            .clone()
-            .map(|c| self.tree.node(c))
-            .filter(|c| c.visits > 0)
-            .map(|c| f64::from(c.prior))
-            .sum();
-        // The parent's value for the side to move there (its own is for the other side).
-        let parent_q = -parent.q();
-        let fpu = parent_q - f64::from(p.fpu_reduction) * visited_policy.sqrt();
-        let sqrt_n = parent_n.max(1.0).sqrt();
-        let score = |c: u32| {
-            let child = self.tree.node(c);
-            let n = f64::from(child.visits + child.in_flight);
-            let q = if n == 0.0 {
-                fpu
-            } else {
-                (child.value_sum - f64::from(child.in_flight)) / n
-            };
-            q + cpuct * f64::from(child.prior) * sqrt_n / (1.0 + n)
+            let remaining = remaining.filter(|_| has_move);
+            Some(remaining.map_or(cap, |r| cap.min(r.try_into().unwrap_or(usize::MAX))))
         };
-        children
-            .max_by(|&a, &b| score(a).total_cmp(&score(b)))
-            .expect("select_child is called on expanded nodes with children")
-    }
-
-    /// Scores a leaf at once where possible (game over, cached, or already pending), or
-    /// prepares it for the backend.
-    fn leaf_outcome(&mut self, leaf: u32, path: &[u32]) -> LeafOutcome {
-        let node = self.tree.node(leaf);
-        if let Some(value) = node.terminal {
-            self.tree.back_up(path, value);
-            return LeafOutcome::Done;
-        }
-        if node.in_flight > 1 {
-            // Another playout of this batch already waits on this leaf.
-            self.tree.cancel(path);
-            return LeafOutcome::Collision;
-        }
-        // The root is searched even where the rules would end the game (a draw claimable
-        // by repetition or the fifty-move rule): the engine still has to name a move.
-        let terminal = if path.len() > 1 {
-            terminal_value(&self.root)
-        } else {
-            None
+        let chess960 = self.params.chess960;
+        let context = Context {
+            backend: &*self.backend,
+            params: &self.params,
+            fill: self.fill,
+            root: &self.root,
+            state: Mutex::new(TreeState {
+                tree: &mut self.tree,
+                cache: &mut self.cache,
+                stats: SearchStats::default(),
+                finished: false,
+            }),
+            backed_up: Condvar::new(),
+            stop,
         };
-        if let Some(value) = terminal {
-            self.tree.node_mut(leaf).terminal = Some(value);
-            self.tree.back_up(path, value);
-            return LeafOutcome::Done;
-        }
-        let encoded = encode_position(&self.root, self.backend.input_format(), self.fill);
-        let current = self.root.last();
-        let legal = entry_moves_with_indices(current, encoded.transform);
-        let key = NnCache::key(&encoded.planes, current.key);
-        if let Some(eval) = self.cache.get(key).cloned() {
-            self.expand_and_back_up(path, &legal, &eval);
-            return LeafOutcome::Done;
-        }
-        LeafOutcome::Pending(Box::new(PendingLeaf {
-            path: path.to_vec(),
-            planes: encoded.planes,
-            key,
-            legal,
-        }))
-    }
-
-    fn expand_and_back_up(&mut self, path: &[u32], legal: &[(Move, usize)], eval: &CachedEval) {
-        let leaf = *path.last().expect("a path holds the root");
-        let moves = legal
-            .iter()
-            .zip(&eval.priors)
-            .map(|((m, _), &p)| (*m, p))
-            .collect();
-        self.tree.expand(leaf, moves);
-        // The network's Q is for the side to move at the leaf; the leaf stores the mover's.
-        self.tree.back_up(path, -eval.q);
-    }
-
-    fn info(&self, stats: &DepthStats, elapsed: Duration) -> SearchInfo {
-        let pv = self.tree.principal_variation(ROOT);
-        let best = self.tree.best_child(ROOT).map(|c| self.tree.node(c));
-        let q = best.map_or(-self.tree.node(ROOT).q(), |b| b.q()) as f32;
-        let mate = best.filter(|b| b.terminal == Some(1.0)).map(|_| 1);
-        SearchInfo {
-            depth: stats.mean_depth(),
-            seldepth: stats.max_depth,
-            nodes: stats.playouts,
-            elapsed,
-            q,
-            mate,
-            pv,
-            chess960: self.params.chess960,
-        }
+        let outcome = std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads)
+                .map(|_| scope.spawn(|| context.run_thread(&plan, &mut || {})))
+                .collect();
+            let mut report = || {
+                let info = {
+                    let state = context.lock();
+                    info(&state, chess960, start.elapsed())
+                };
+                on_batch(&info);
+            };
+            let mine = context.run_thread(&plan, &mut report);
+            helpers
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(SearchError::ThreadFailed)))
+                .fold(mine, Result::and)
+        });
+        outcome?;
+        let state = context.lock();
+        let info = info(&state, chess960, start.elapsed());
+        let best = state
+            .tree
+            .best_child(ROOT)
+            .and_then(|c| state.tree.node(c).mv)
+            .ok_or(SearchError::GameOver)?;
+        Ok(SearchResult {
+            best_move: best,
+            tree_full: tree_full(state.tree, cap, max_nodes),
+            info,
+        })
     }
 }
 
-enum LeafOutcome {
-    Done,
-    Collision,
-    Pending(Box<PendingLeaf>),
+/// Whether another batch could take the tree past `max_nodes` (each leaf adds at most 218
+/// children, the most legal moves a chess position has).
+fn tree_full(tree: &Tree, batch: usize, max_nodes: usize) -> bool {
+    let worst_batch = batch.saturating_mul(218);
+    tree.nodes.len().saturating_add(worst_batch) > max_nodes
 }
 
-#[derive(Default)]
-struct DepthStats {
-    playouts: u64,
-    depth_sum: u64,
-    samples: u64,
-    max_depth: u32,
-}
-
-impl DepthStats {
-    fn record(&mut self, depth: u32) {
-        self.depth_sum += u64::from(depth);
-        self.samples += 1;
-        self.max_depth = self.max_depth.max(depth);
-    }
-
-    fn mean_depth(&self) -> u32 {
-        if self.samples == 0 {
-            0
-        } else {
-            ((self.depth_sum as f64 / self.samples as f64).round() as u32).max(1)
-        }
+fn info(state: &TreeState, chess960: bool, elapsed: Duration) -> SearchInfo {
+    let tree = &*state.tree;
+    let pv = tree.principal_variation(ROOT);
+    let best = tree.best_child(ROOT).map(|c| tree.node(c));
+    let q = best.map_or(-tree.node(ROOT).q(), |b| b.q()) as f32;
+    let mate = best.filter(|b| b.terminal == Some(1.0)).map(|_| 1);
+    SearchInfo {
+        depth: state.stats.mean_depth(),
+        seldepth: state.stats.max_depth,
+        nodes: state.stats.playouts,
+        elapsed,
+        q,
+        mate,
+        pv,
+        chess960,
+        collisions: state.stats.collisions,
+        batches: state.stats.batches,
+        evaluated: state.stats.evaluated,
     }
 }
 
