@@ -47,7 +47,7 @@ fn main() -> anyhow::Result<()> {
     let stop = AtomicBool::new(false);
     let limits = Limits {
         nodes: Some(800),
-        time: None,
+        ..Limits::default()
     };
     let result = search.run(limits, &stop, &mut |info| {
         println!(

@@ -53,7 +53,7 @@ fn search_nodes(search: &mut Search, nodes: u64) -> lc0rs::search::SearchResult 
     let stop = AtomicBool::new(false);
     let limits = Limits {
         nodes: Some(nodes),
-        time: None,
+        ..Limits::default()
     };
     search.run(limits, &stop, &mut |_| {}).unwrap()
 }
@@ -225,12 +225,18 @@ fn assert_tree_consistent(search: &Search, reused: u32, playouts: u64) {
             node.value_sum,
             node.visits
         );
-        if node.terminal.is_some() {
-            assert!(node.children.is_empty(), "node {index}: a game end with children");
+        let children: u32 = tree.children(index).map(|c| tree.node(c).visits).sum();
+        if node.proof.is_some() && !node.expanded {
+            assert!(
+                node.children.is_empty(),
+                "node {index}: a game end with children"
+            );
             continue;
         }
-        let children: u32 = tree.children(index).map(|c| tree.node(c).visits).sum();
-        if node.expanded {
+        if node.proof.is_some() {
+            // Proven from its children: later playouts stop here, adding visits of its own.
+            assert!(node.visits > children, "node {index}");
+        } else if node.expanded {
             assert_eq!(node.visits, children + 1, "node {index}");
         } else {
             assert_eq!(node.visits, 0, "node {index}: visited but not expanded");
@@ -266,11 +272,25 @@ fn many_threads_lose_no_visit() {
             let result = search_nodes(&mut search, nodes);
             assert_eq!(result.info.nodes, nodes, "{spec}");
             assert_tree_consistent(&search, 0, nodes);
-            assert!(h.last().position.as_ref().unwrap().is_legal(result.best_move));
+            assert!(
+                h.last()
+                    .position
+                    .as_ref()
+                    .unwrap()
+                    .is_legal(result.best_move)
+            );
             // The next move's search starts from the kept subtree.
             search.advance(&result.info.pv[..1]);
             let reused = search.root_visits();
-            if search.history().last().position.as_ref().unwrap().legal_moves().is_empty() {
+            if search
+                .history()
+                .last()
+                .position
+                .as_ref()
+                .unwrap()
+                .legal_moves()
+                .is_empty()
+            {
                 continue;
             }
             search_nodes(&mut search, 300);
@@ -326,5 +346,116 @@ fn a_gpu_like_backend_gets_two_threads_whose_calls_overlap() {
     let result = search_nodes(&mut search, 400);
     assert_tree_consistent(&search, 0, 400);
     assert_eq!(backend.most_at_once.load(Ordering::SeqCst), 2);
-    assert!(result.info.batches >= 400 / 8, "{} batches", result.info.batches);
+    assert!(
+        result.info.batches >= 400 / 8,
+        "{} batches",
+        result.info.batches
+    );
+}
+
+#[test]
+fn proven_mates_are_scored_as_mates() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    let params = SearchParams {
+        minibatch: 16,
+        ..SearchParams::default()
+    };
+    // 1. Ra7 Kg8 2. Rb8#: black's reply is forced, and no mate in one exists (Ra8+ and
+    // Rb8+ leave h7). Searched alone (searchmoves), so the tiny net's priors do not matter.
+    let mut search = Search::new(backend.clone(), params);
+    let spec = "fen 7k/8/8/8/8/8/R7/1R4K1 w - - 0 1";
+    let h = history(spec);
+    search.set_position(h.clone());
+    let ra7 = "a2a7"
+        .parse::<shakmaty::uci::UciMove>()
+        .unwrap()
+        .to_move(h.last().position.as_ref().unwrap())
+        .unwrap();
+    let stop = AtomicBool::new(false);
+    let limits = Limits {
+        nodes: Some(1_000),
+        searchmoves: vec![ra7],
+        ..Limits::default()
+    };
+    let result = search.run(limits, &stop, &mut |_| {}).unwrap();
+    assert_eq!(
+        result.info.mate,
+        Some(2),
+        "{spec}: {:?}",
+        result.info.pv_uci()
+    );
+    assert_eq!(result.info.pv_uci(), ["a2a7", "h8g8", "b1b8"]);
+    assert_tree_consistent(&search, 0, 1_000);
+    // The other side: its only move is mated at once.
+    let spec = "fen 7k/R7/8/8/8/8/8/1R4K1 b - - 0 1";
+    search.set_position(history(spec));
+    let result = search_nodes(&mut search, 500);
+    assert_eq!(
+        result.info.mate,
+        Some(-1),
+        "{spec}: {:?}",
+        result.info.pv_uci()
+    );
+    assert_eq!(result.info.pv_uci()[..2], ["h8g8", "b1b8"]);
+}
+
+#[test]
+fn multipv_and_searchmoves_shape_the_report() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    let params = SearchParams {
+        multipv: 3,
+        minibatch: 16,
+        ..SearchParams::default()
+    };
+    let mut search = Search::new(backend, params);
+    search.set_position(PositionHistory::startpos());
+    let stop = AtomicBool::new(false);
+    let result = search
+        .run(
+            Limits {
+                nodes: Some(300),
+                ..Limits::default()
+            },
+            &stop,
+            &mut |_| {},
+        )
+        .unwrap();
+    let lines = &result.info.lines;
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0].pv, result.info.pv);
+    assert!(lines.windows(2).all(|w| w[0].visits >= w[1].visits));
+    let firsts: Vec<_> = lines.iter().map(|l| l.pv[0]).collect();
+    assert!(firsts[0] != firsts[1] && firsts[1] != firsts[2] && firsts[0] != firsts[2]);
+    for line in lines {
+        let [w, d, l] = line.wdl;
+        assert!((w + d + l - 1.0).abs() < 1e-4 && (w - l - line.q).abs() < 1e-4);
+    }
+    // Only the two moves asked for are searched and reported.
+    let start = history("startpos").last().position.clone().unwrap();
+    let asked: Vec<_> = ["a2a3", "h2h4"]
+        .iter()
+        .map(|t| {
+            t.parse::<shakmaty::uci::UciMove>()
+                .unwrap()
+                .to_move(&start)
+                .unwrap()
+        })
+        .collect();
+    search.set_position(PositionHistory::startpos());
+    let limits = Limits {
+        nodes: Some(200),
+        searchmoves: asked.clone(),
+        ..Limits::default()
+    };
+    let result = search.run(limits, &stop, &mut |_| {}).unwrap();
+    assert!(asked.contains(&result.best_move));
+    assert_eq!(result.info.lines.len(), 2);
+    let tree = search.tree();
+    let visited: u32 = tree
+        .children(ROOT)
+        .filter(|&c| asked.contains(&tree.node(c).mv.unwrap()))
+        .map(|c| tree.node(c).visits)
+        .sum();
+    assert_eq!(visited + 1, search.root_visits());
+    assert_eq!(search.move_stats().len(), 20);
 }

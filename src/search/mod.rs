@@ -4,6 +4,8 @@
 //! the rules, and tree reuse between moves.
 
 pub mod cache;
+pub mod stats;
+pub mod time;
 pub mod tree;
 mod worker;
 
@@ -31,7 +33,8 @@ pub struct SearchParams {
     /// the square root of the visited policy.
     pub fpu_reduction: f32,
     pub policy_temperature: f32,
-    /// Leaves gathered per backend call (capped at the backend's maximum batch).
+    /// Leaves gathered per backend call (capped at the backend's maximum batch); 0: the
+    /// backend's recommended batch (see [`Search::minibatch`]).
     pub minibatch: usize,
     /// NN cache entries.
     pub cache_size: usize,
@@ -42,6 +45,12 @@ pub struct SearchParams {
     pub chess960: bool,
     /// Search threads over the one tree; 0 chooses by backend (see [`Search::threads`]).
     pub threads: usize,
+    /// Root moves reported in [`SearchInfo::lines`] (UCI MultiPV).
+    pub multipv: usize,
+    /// lc0's SmartPruningFactor: a search with a node or time limit ends once the best move
+    /// can no longer be overtaken in the playouts left divided by this (0: off; lc0's UCI
+    /// default is 1.33). It also ends a limited search at once where only one move is legal.
+    pub smart_pruning_factor: f32,
 }
 
 impl Default for SearchParams {
@@ -52,20 +61,38 @@ impl Default for SearchParams {
             cpuct_factor: 3.894,
             fpu_reduction: 0.330,
             policy_temperature: DEFAULT_POLICY_TEMPERATURE,
-            minibatch: 256,
+            minibatch: 0,
             cache_size: 200_000,
             max_tree_nodes: 40_000_000,
             chess960: false,
             threads: 0,
+            multipv: 1,
+            smart_pruning_factor: 0.0,
         }
     }
 }
 
-/// When a search ends (besides the stop flag): after `nodes` new playouts or `time`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// When a search ends (besides the stop flag): after `nodes` new playouts or `time`; and the
+/// root moves it considers (`searchmoves`; empty: every legal move).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Limits {
     pub nodes: Option<u64>,
     pub time: Option<Duration>,
+    pub searchmoves: Vec<Move>,
+}
+
+/// One root move and what the search found under it (a UCI `multipv` line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PvLine {
+    /// The root move first.
+    pub pv: Vec<Move>,
+    pub visits: u32,
+    /// Q for the side to move at the root (W − L).
+    pub q: f32,
+    /// Win, draw and loss probabilities for the side to move at the root.
+    pub wdl: [f32; 3],
+    /// Mate in this many moves (negative: mated) when the line's result is proven.
+    pub mate: Option<i32>,
 }
 
 /// A report on the search so far (UCI `info`).
@@ -77,11 +104,15 @@ pub struct SearchInfo {
     /// Playouts in this search.
     pub nodes: u64,
     pub elapsed: Duration,
-    /// Q of the root for the side to move (W − L).
+    /// Q of the best move for the side to move (W − L).
     pub q: f32,
-    /// Mate in this many moves for the side to move, when the best move mates.
+    /// Mate in this many moves for the side to move (negative: mated), when proven.
     pub mate: Option<i32>,
     pub pv: Vec<Move>,
+    /// The best `multipv` root moves, best first (the first is `q`, `mate` and `pv`).
+    pub lines: Vec<PvLine>,
+    /// The NN cache's fill, per mille (UCI `hashfull`).
+    pub hashfull: u32,
     /// Whether moves are written in Chess960 notation (king takes rook).
     pub chess960: bool,
     /// Playouts that met a leaf already waiting for the backend (in this or another thread's
@@ -90,6 +121,35 @@ pub struct SearchInfo {
     /// Backend calls and the positions sent in them.
     pub batches: u64,
     pub evaluated: u64,
+}
+
+impl PvLine {
+    /// lc0's centipawn score from Q: `90·tan(1.5637541897·q)`.
+    pub fn centipawns(&self) -> i32 {
+        centipawns(self.q)
+    }
+
+    /// W, D, L per mille, summing to 1000 (UCI `wdl`), rounded as lc0 rounds them: W and L
+    /// from Q and D, D the rest (where W and L overshoot, D is 0 and they share the excess).
+    pub fn wdl_per_mille(&self) -> [i32; 3] {
+        let [_, d, _] = self.wdl;
+        let (q, d) = (f64::from(self.q), f64::from(d));
+        let mut w = ((500.0 * (1.0 + q - d)).round() as i32).max(0);
+        let mut l = ((500.0 * (1.0 - q - d)).round() as i32).max(0);
+        let mut draw = 1000 - w - l;
+        if draw < 0 {
+            w = (w + draw / 2).clamp(0, 1000);
+            l = 1000 - w;
+            draw = 0;
+        }
+        [w, draw, l]
+    }
+}
+
+/// lc0's centipawn score from Q: `90·tan(1.5637541897·q)`.
+fn centipawns(q: f32) -> i32 {
+    let q = f64::from(q.clamp(-0.9999, 0.9999));
+    (90.0 * (1.563_754_189_7 * q).tan()).round() as i32
 }
 
 impl SearchInfo {
@@ -104,8 +164,7 @@ impl SearchInfo {
 
     /// lc0's centipawn score from Q: `90·tan(1.5637541897·q)`.
     pub fn centipawns(&self) -> i32 {
-        let q = f64::from(self.q.clamp(-0.9999, 0.9999));
-        (90.0 * (1.563_754_189_7 * q).tan()).round() as i32
+        centipawns(self.q)
     }
 
     /// The principal variation in UCI notation.
@@ -193,6 +252,17 @@ impl Search {
         }
     }
 
+    /// The leaves gathered per backend call: `params.minibatch`, or where that is 0 the
+    /// backend's recommended batch (as lc0's MinibatchSize 0), within its maximum.
+    pub fn minibatch(&self) -> usize {
+        let attributes = self.backend.attributes();
+        let wanted = match self.params.minibatch {
+            0 => attributes.recommended_batch,
+            n => n,
+        };
+        wanted.clamp(1, attributes.max_batch.max(1))
+    }
+
     /// Searches `history` from scratch (a new game or an unrelated position).
     pub fn set_position(&mut self, history: PositionHistory) {
         self.root = history;
@@ -226,6 +296,12 @@ impl Search {
         &self.tree
     }
 
+    /// The root's moves with their visits, priors, values and PUCT terms, the least
+    /// promising first (lc0's VerboseMoveStats).
+    pub fn move_stats(&self) -> Vec<stats::MoveStats> {
+        stats::root_move_stats(&self.tree, &self.params)
+    }
+
     /// Playouts already in the root (reused from earlier searches or this one).
     pub fn root_visits(&self) -> u32 {
         self.tree.node(ROOT).visits
@@ -249,34 +325,35 @@ impl Search {
         }
         let start = Instant::now();
         let threads = self.threads();
-        let cap = self
-            .params
-            .minibatch
-            .clamp(1, self.backend.attributes().max_batch.max(1));
+        let cap = self.minibatch();
         let max_nodes = self.params.max_tree_nodes;
-        let plan = |state: &TreeState| -> Option<usize> {
+        let pruning = self.params.smart_pruning_factor;
+        let plan = |state: &mut TreeState| -> Option<usize> {
             let remaining = limits.nodes.map(|n| n.saturating_sub(state.stats.playouts));
             // Never stop before the root has children: there would be no move to name.
             let has_move = state.tree.node(ROOT).expanded;
             let limit_reached = remaining == Some(0)
                 || worker::past(start, limits.time)
-                || tree_full(state.tree, cap, max_nodes);
+                || tree_full(state.tree, cap, max_nodes)
+                || settled(state, &limits, start, pruning);
             if has_move && limit_reached {
                 return None;
             }
             let remaining = remaining.filter(|_| has_move);
             Some(remaining.map_or(cap, |r| cap.min(r.try_into().unwrap_or(usize::MAX))))
         };
-        let chess960 = self.params.chess960;
+        let params = &self.params;
         let context = Context {
             backend: &*self.backend,
             params: &self.params,
             fill: self.fill,
             root: &self.root,
+            root_moves: &limits.searchmoves,
             state: Mutex::new(TreeState {
                 tree: &mut self.tree,
                 cache: &mut self.cache,
                 stats: SearchStats::default(),
+                first_playout_at: None,
                 finished: false,
             }),
             backed_up: Condvar::new(),
@@ -289,24 +366,20 @@ impl Search {
             let mut report = || {
                 let info = {
                     let state = context.lock();
-                    info(&state, chess960, start.elapsed())
+                    info(&state, params, &limits.searchmoves, start.elapsed())
                 };
                 on_batch(&info);
             };
             let mine = context.run_thread(&plan, &mut report);
             helpers
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(SearchError::ThreadFailed)))
+                .map(|h| h.join().unwrap_or(Err(SearchError::ThreadFailed)))
                 .fold(mine, Result::and)
         });
         outcome?;
         let state = context.lock();
-        let info = info(&state, chess960, start.elapsed());
-        let best = state
-            .tree
-            .best_child(ROOT)
-            .and_then(|c| state.tree.node(c).mv)
-            .ok_or(SearchError::GameOver)?;
+        let info = info(&state, params, &limits.searchmoves, start.elapsed());
+        let best = info.pv.first().copied().ok_or(SearchError::GameOver)?;
         Ok(SearchResult {
             best_move: best,
             tree_full: tree_full(state.tree, cap, max_nodes),
@@ -322,12 +395,58 @@ fn tree_full(tree: &Tree, batch: usize, max_nodes: usize) -> bool {
     tree.nodes.len().saturating_add(worst_batch) > max_nodes
 }
 
-fn info(state: &TreeState, chess960: bool, elapsed: Duration) -> SearchInfo {
+/// Whether smart pruning ends a search with a limit, as lc0's does: one move to choose from,
+/// at most one move not proven lost, a proven win, or a best move that the playouts left
+/// cannot overtake.
+fn settled(state: &mut TreeState, limits: &Limits, start: Instant, factor: f32) -> bool {
+    let limited = limits.nodes.is_some() || limits.time.is_some();
+    if factor <= 0.0 || !limited || !state.tree.node(ROOT).expanded {
+        return false;
+    }
     let tree = &*state.tree;
-    let pv = tree.principal_variation(ROOT);
-    let best = tree.best_child(ROOT).map(|c| tree.node(c));
-    let q = best.map_or(-tree.node(ROOT).q(), |b| b.q()) as f32;
-    let mate = best.filter(|b| b.terminal == Some(1.0)).map(|_| 1);
+    let edges = root_ranking(tree, &limits.searchmoves);
+    let proof = |c: u32| tree.node(c).proof.map(|p| p.value);
+    let not_lost = edges.iter().filter(|&&c| proof(c) != Some(-1)).count();
+    let win_found = edges.first().is_some_and(|&c| proof(c) == Some(1));
+    if not_lost <= 1 || win_found {
+        return true;
+    }
+    let edge_visits: Vec<u32> = edges.iter().map(|&c| tree.node(c).visits).collect();
+    if state.stats.playouts == 0 {
+        return false;
+    }
+    let first = *state.first_playout_at.get_or_insert(start.elapsed());
+    let elapsed = start.elapsed();
+    time::best_move_is_settled(
+        time::PruningInput {
+            edge_visits: &edge_visits,
+            playouts: state.stats.playouts,
+            since_first_eval: elapsed.saturating_sub(first),
+            time_left: limits.time.map(|t| t.saturating_sub(elapsed)),
+            playouts_left: limits.nodes.map(|n| n.saturating_sub(state.stats.playouts)),
+        },
+        factor,
+    )
+}
+
+fn info(
+    state: &TreeState,
+    params: &SearchParams,
+    root_moves: &[Move],
+    elapsed: Duration,
+) -> SearchInfo {
+    let tree = &*state.tree;
+    let ranked = root_ranking(tree, root_moves);
+    let lines: Vec<PvLine> = ranked
+        .iter()
+        .take(params.multipv.max(1))
+        .map(|&c| pv_line(tree, c))
+        .collect();
+    let (q, mate, pv) = lines
+        .first()
+        .map_or((-tree.node(ROOT).q() as f32, None, Vec::new()), |l| {
+            (l.q, l.mate, l.pv.clone())
+        });
     SearchInfo {
         depth: state.stats.mean_depth(),
         seldepth: state.stats.max_depth,
@@ -336,10 +455,49 @@ fn info(state: &TreeState, chess960: bool, elapsed: Duration) -> SearchInfo {
         q,
         mate,
         pv,
-        chess960,
+        lines,
+        hashfull: state.cache.fill_per_mille(),
+        chess960: params.chess960,
         collisions: state.stats.collisions,
         batches: state.stats.batches,
         evaluated: state.stats.evaluated,
+    }
+}
+
+/// The root's children among `root_moves` (all where empty), best first.
+fn root_ranking(tree: &Tree, root_moves: &[Move]) -> Vec<u32> {
+    let mut ranked = tree.ranked_children(ROOT);
+    if !root_moves.is_empty() {
+        ranked.retain(|&c| tree.node(c).mv.is_some_and(|m| root_moves.contains(&m)));
+    }
+    ranked
+}
+
+/// The line under the root's child `child`.
+fn pv_line(tree: &Tree, child: u32) -> PvLine {
+    let node = tree.node(child);
+    let mut pv: Vec<Move> = node.mv.into_iter().collect();
+    pv.extend(tree.principal_variation(child));
+    let q = node.proof.map_or(node.q() as f32, |p| p.value());
+    let d = match node.proof {
+        Some(p) => f32::from(u8::from(p.value == 0)),
+        None => node.draw,
+    };
+    // Plies from the root to the game end: one more than from the child.
+    let mate = node.proof.and_then(|p| {
+        let plies = i32::from(p.plies) + 1;
+        match p.value {
+            1 => Some((plies + 1) / 2),
+            -1 => Some(-(plies / 2)),
+            _ => None,
+        }
+    });
+    PvLine {
+        pv,
+        visits: node.visits,
+        q,
+        wdl: [(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0],
+        mate,
     }
 }
 

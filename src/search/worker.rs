@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use shakmaty::Move;
 
 use super::cache::{CachedEval, NnCache};
-use super::tree::{ROOT, Tree};
+use super::tree::{Node, Proof, ROOT, Tree};
 use super::{SearchError, SearchParams, terminal_value};
 use crate::backend::{Backend, legal_move_probabilities};
 use crate::chess::policy_index::entry_moves_with_indices;
@@ -26,6 +26,9 @@ pub(super) struct TreeState<'a> {
     pub tree: &'a mut Tree,
     pub cache: &'a mut NnCache,
     pub stats: SearchStats,
+    /// When the first playout of this search was gathered, measured from its start (smart
+    /// pruning estimates the speed from then on).
+    pub first_playout_at: Option<Duration>,
     /// Set by the first thread that finds a limit reached or fails: the others end too.
     pub finished: bool,
 }
@@ -68,6 +71,8 @@ pub(super) struct Context<'a> {
     pub params: &'a SearchParams,
     pub fill: HistoryFill,
     pub root: &'a PositionHistory,
+    /// The root moves to search (`searchmoves`; empty: all).
+    pub root_moves: &'a [Move],
     pub state: Mutex<TreeState<'a>>,
     /// Notified after every back-up, for threads waiting out a collision.
     pub backed_up: Condvar,
@@ -76,7 +81,7 @@ pub(super) struct Context<'a> {
 
 /// What a thread asks before each batch: `Some(size)` to gather up to `size` playouts, `None`
 /// to end the search.
-pub(super) type BatchPlan<'p> = dyn Fn(&TreeState) -> Option<usize> + Sync + 'p;
+pub(super) type BatchPlan<'p> = dyn Fn(&mut TreeState) -> Option<usize> + Sync + 'p;
 
 impl<'a> Context<'a> {
     pub fn lock(&self) -> MutexGuard<'_, TreeState<'a>> {
@@ -101,7 +106,7 @@ impl<'a> Context<'a> {
                 state.finished = true;
                 return Ok(());
             }
-            let Some(size) = plan(&state) else {
+            let Some(size) = plan(&mut state) else {
                 state.finished = true;
                 self.backed_up.notify_all();
                 return Ok(());
@@ -167,7 +172,7 @@ impl<'a> Context<'a> {
         let mut collisions = 0;
         let root_len = self.root.len();
         while gathered.answered + gathered.pending.len() + collisions < size {
-            let path = descend(state.tree, self.params, history);
+            let path = descend(state.tree, self.params, self.root_moves, history);
             state.stats.record_depth(path.len() as u32 - 1);
             match self.leaf_outcome(state, history, &path) {
                 LeafOutcome::Answered => gathered.answered += 1,
@@ -200,8 +205,8 @@ impl<'a> Context<'a> {
     ) -> LeafOutcome {
         let leaf = *path.last().expect("a path holds the root");
         let node = state.tree.node(leaf);
-        if let Some(value) = node.terminal {
-            state.tree.back_up(path, value);
+        if let Some(proof) = node.proof {
+            back_up_proven(state.tree, path, proof);
             return LeafOutcome::Answered;
         }
         if node.in_flight > 1 {
@@ -217,8 +222,13 @@ impl<'a> Context<'a> {
             None
         };
         if let Some(value) = terminal {
-            state.tree.node_mut(leaf).terminal = Some(value);
-            state.tree.back_up(path, value);
+            let proof = Proof {
+                value: value as i8,
+                plies: 0,
+            };
+            state.tree.node_mut(leaf).proof = Some(proof);
+            back_up_proven(state.tree, path, proof);
+            state.tree.propagate_proof(path);
             return LeafOutcome::Answered;
         }
         let encoded = encode_position(history, self.backend.input_format(), self.fill);
@@ -261,16 +271,22 @@ enum LeafOutcome {
 
 /// Walks from the root to a leaf by PUCT, playing the moves on `history` and adding a
 /// virtual loss to every node on the way.
-fn descend(tree: &mut Tree, params: &SearchParams, history: &mut PositionHistory) -> Vec<u32> {
+fn descend(
+    tree: &mut Tree,
+    params: &SearchParams,
+    root_moves: &[Move],
+    history: &mut PositionHistory,
+) -> Vec<u32> {
     let mut path = vec![ROOT];
     let mut index = ROOT;
     tree.node_mut(ROOT).in_flight += 1;
     loop {
         let node = tree.node(index);
-        if node.terminal.is_some() || !node.expanded || node.children.is_empty() {
+        if node.proof.is_some() || !node.expanded || node.children.is_empty() {
             return path;
         }
-        index = select_child(tree, params, index);
+        let allowed = if index == ROOT { root_moves } else { &[] };
+        index = select_child(tree, params, index, allowed);
         let child = tree.node_mut(index);
         child.in_flight += 1;
         let m = child.mv.expect("children have moves");
@@ -279,37 +295,63 @@ fn descend(tree: &mut Tree, params: &SearchParams, history: &mut PositionHistory
     }
 }
 
-/// The child maximising Q + U, with in-flight playouts counted as losses.
-fn select_child(tree: &Tree, p: &SearchParams, index: u32) -> u32 {
-    let parent = tree.node(index);
-    let parent_n = f64::from(parent.visits + parent.in_flight);
-    let cpuct = f64::from(p.cpuct)
-        + f64::from(p.cpuct_factor)
-            * ((parent_n + f64::from(p.cpuct_base)) / f64::from(p.cpuct_base)).ln();
-    let children = tree.children(index);
-    let visited_policy: f64 = children
-        .clone()
-        .map(|c| tree.node(c))
-        .filter(|c| c.visits > 0)
-        .map(|c| f64::from(c.prior))
-        .sum();
-    // The parent's value for the side to move there (its own is for the other side).
-    let parent_q = -parent.q();
-    let fpu = parent_q - f64::from(p.fpu_reduction) * visited_policy.sqrt();
-    let sqrt_n = parent_n.max(1.0).sqrt();
+/// The child maximising Q + U, with in-flight playouts counted as losses; only those whose
+/// move is in `allowed`, where it is not empty.
+fn select_child(tree: &Tree, p: &SearchParams, index: u32, allowed: &[Move]) -> u32 {
+    let puct = Puct::at(tree, p, index);
     let score = |c: u32| {
-        let child = tree.node(c);
+        let (q, u) = puct.q_and_u(tree.node(c));
+        q + u
+    };
+    tree.children(index)
+        .filter(|&c| allowed.is_empty() || tree.node(c).mv.is_some_and(|m| allowed.contains(&m)))
+        .max_by(|&a, &b| score(a).total_cmp(&score(b)))
+        .expect("select_child is called on expanded nodes with children")
+}
+
+/// The terms PUCT scores a node's children with: CPuct grown with the node's visits, the
+/// first-play urgency of unvisited children, and √N.
+pub(super) struct Puct {
+    pub cpuct: f64,
+    pub fpu: f64,
+    sqrt_n: f64,
+}
+
+impl Puct {
+    pub fn at(tree: &Tree, p: &SearchParams, index: u32) -> Self {
+        let parent = tree.node(index);
+        let parent_n = f64::from(parent.visits + parent.in_flight);
+        let cpuct = f64::from(p.cpuct)
+            + f64::from(p.cpuct_factor)
+                * ((parent_n + f64::from(p.cpuct_base)) / f64::from(p.cpuct_base)).ln();
+        let visited_policy: f64 = tree
+            .children(index)
+            .map(|c| tree.node(c))
+            .filter(|c| c.visits > 0)
+            .map(|c| f64::from(c.prior))
+            .sum();
+        // The parent's value for the side to move there (its own is for the other side).
+        let parent_q = -parent.q();
+        Self {
+            cpuct,
+            fpu: parent_q - f64::from(p.fpu_reduction) * visited_policy.sqrt(),
+            sqrt_n: parent_n.max(1.0).sqrt(),
+        }
+    }
+
+    /// A child's Q (its in-flight playouts counted as losses; the FPU if unvisited) and U.
+    pub fn q_and_u(&self, child: &Node) -> (f64, f64) {
         let n = f64::from(child.visits + child.in_flight);
         let q = if n == 0.0 {
-            fpu
+            self.fpu
         } else {
             (child.value_sum - f64::from(child.in_flight)) / n
         };
-        q + cpuct * f64::from(child.prior) * sqrt_n / (1.0 + n)
-    };
-    children
-        .max_by(|&a, &b| score(a).total_cmp(&score(b)))
-        .expect("select_child is called on expanded nodes with children")
+        (
+            q,
+            self.cpuct * f64::from(child.prior) * self.sqrt_n / (1.0 + n),
+        )
+    }
 }
 
 fn expand_and_back_up(tree: &mut Tree, path: &[u32], legal: &[(Move, usize)], eval: &CachedEval) {
@@ -321,7 +363,13 @@ fn expand_and_back_up(tree: &mut Tree, path: &[u32], legal: &[(Move, usize)], ev
         .collect();
     tree.expand(leaf, moves);
     // The network's Q is for the side to move at the leaf; the leaf stores the mover's.
-    tree.back_up(path, -eval.q);
+    tree.back_up(path, -eval.q, eval.d);
+}
+
+/// Backs up a playout that ended on a proven node: its certain result.
+fn back_up_proven(tree: &mut Tree, path: &[u32], proof: Proof) {
+    let draw = if proof.value == 0 { 1.0 } else { 0.0 };
+    tree.back_up(path, proof.value(), draw);
 }
 
 /// Whether `start` is `limit` or more ago.
