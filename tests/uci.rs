@@ -539,3 +539,29 @@ fn malformed_input_never_crashes_the_engine() {
         .unwrap_or_else(|e| panic!("{e}: {last:?}"));
     engine.quit();
 }
+
+/// python-chess, a real UCI client, plays games against the engine with pondering, a clock,
+/// MultiPV and WDL (`tests/uci_python.py`), where python-chess is installed.
+#[test]
+fn python_chess_plays_full_games() {
+    let has_chess = Command::new("python3")
+        .args(["-c", "import chess.engine"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_chess {
+        println!("skipped: python3 with python-chess not found (pip install chess)");
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/uci_python.py");
+    let run = Command::new("python3")
+        .args([script, env!("CARGO_BIN_EXE_lc0rs"), "2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.trim_end().ends_with("OK"), "{stdout}");
+}
