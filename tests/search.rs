@@ -459,3 +459,34 @@ fn multipv_and_searchmoves_shape_the_report() {
     assert_eq!(visited + 1, search.root_visits());
     assert_eq!(search.move_stats().len(), 20);
 }
+
+#[test]
+fn warming_up_runs_each_starting_batch_size_once() {
+    let counting = Arc::new(Counting {
+        inner: cpu_backend(),
+        calls: AtomicUsize::new(0),
+        largest: AtomicUsize::new(0),
+    });
+    let params = SearchParams {
+        threads: 3,
+        minibatch: 12,
+        ..SearchParams::default()
+    };
+    let mut search = Search::new(counting.clone(), params);
+    search.warm_up().unwrap();
+    // A full minibatch per thread, then one position.
+    assert_eq!(counting.calls.load(Ordering::Relaxed), 4);
+    assert_eq!(counting.largest.load(Ordering::Relaxed), 12);
+    search.warm_up().unwrap();
+    assert_eq!(counting.calls.load(Ordering::Relaxed), 4, "done once");
+    search.set_params(SearchParams {
+        minibatch: 20,
+        ..params
+    });
+    search.warm_up().unwrap();
+    assert_eq!(
+        counting.calls.load(Ordering::Relaxed),
+        8,
+        "again for a new minibatch"
+    );
+}

@@ -18,7 +18,7 @@ use shakmaty::{Move, Position};
 
 use crate::backend::{Backend, BackendError, DEFAULT_POLICY_TEMPERATURE};
 use crate::chess::castling::uci_notation;
-use crate::chess::{HistoryFill, PositionHistory};
+use crate::chess::{HistoryFill, PositionHistory, encode_position};
 use cache::NnCache;
 use tree::{ROOT, Tree};
 use worker::{Context, SearchStats, TreeState};
@@ -213,6 +213,8 @@ pub struct Search {
     cache: NnCache,
     tree: Tree,
     root: PositionHistory,
+    /// The threads and minibatch the backend was last warmed up for.
+    warmed: Option<(usize, usize)>,
 }
 
 impl Search {
@@ -224,7 +226,35 @@ impl Search {
             fill: HistoryFill::FenOnly,
             tree: Tree::default(),
             root: PositionHistory::startpos(),
+            warmed: None,
         }
+    }
+
+    /// Runs the backend once at the batch sizes a search starts with (the full minibatch on
+    /// every thread at once, then a single position), so that a GPU backend's one-time work
+    /// per batch size and lane (graph capture, GEMM algorithm choice) is done before the first
+    /// search rather than during it. Does nothing when already done for these threads and
+    /// minibatch. Batches cut short by collisions still meet new sizes mid-search.
+    pub fn warm_up(&mut self) -> Result<(), SearchError> {
+        let key = (self.threads(), self.minibatch());
+        if self.warmed == Some(key) {
+            return Ok(());
+        }
+        let planes = encode_position(&self.root, self.backend.input_format(), self.fill).planes;
+        let full = vec![planes; key.1];
+        let backend = &*self.backend;
+        std::thread::scope(|scope| {
+            let calls: Vec<_> = (0..key.0)
+                .map(|_| scope.spawn(|| backend.evaluate(&full).map(drop)))
+                .collect();
+            calls.into_iter().try_for_each(|call| match call.join() {
+                Ok(result) => result.map_err(SearchError::from),
+                Err(_) => Err(SearchError::ThreadFailed),
+            })
+        })?;
+        self.backend.evaluate(&[planes])?;
+        self.warmed = Some(key);
+        Ok(())
     }
 
     pub fn set_params(&mut self, params: SearchParams) {

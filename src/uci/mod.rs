@@ -198,10 +198,10 @@ impl Engine {
             "" => {}
             "uci" => self.identify(),
             "isready" => {
-                // Loading happens here when idle; a search thread (running, or finishing its
+                // Loading and warming up happen here when idle; a search thread (running, or finishing its
                 // last batch after `stop`) must never delay the answer.
-                if self.running.is_none() {
-                    self.prepare_search();
+                if self.running.is_none() && self.prepare_search() {
+                    self.warm_up();
                 }
                 say(&self.out, "readyok");
             }
@@ -254,6 +254,17 @@ impl Engine {
         search.set_params(self.params);
         self.sync_position();
         true
+    }
+
+    /// Prepares the backend for the batch sizes the next search starts with (see
+    /// [`Search::warm_up`]).
+    fn warm_up(&mut self) {
+        let Some(search) = &mut self.search else {
+            return;
+        };
+        if let Err(e) = search.warm_up() {
+            self.tell(&format!("error: {e}"));
+        }
     }
 
     /// Loads the network and creates the backend and a search on the start position.
