@@ -220,7 +220,10 @@ fn stop_ends_an_infinite_search_at_once() {
     engine.until("readyok", 30 * SECOND);
     engine.send("position startpos");
     engine.send("go infinite");
-    std::thread::sleep(Duration::from_millis(500));
+    // Once a second a running search reports, with the move it spends most playouts on.
+    let running = engine.until("info currmove", 10 * SECOND);
+    let current = running.last().unwrap().split_whitespace().nth(2).unwrap();
+    PositionHistory::from_spec(&format!("startpos moves {current}")).unwrap();
     let asked = Instant::now();
     engine.send("stop");
     let lines = engine.until("bestmove", 5 * SECOND);

@@ -93,6 +93,9 @@ pub struct PvLine {
     pub wdl: [f32; 3],
     /// Mate in this many moves (negative: mated) when the line's result is proven.
     pub mate: Option<i32>,
+    /// The root move's place among the root's moves in policy order, from 1 (UCI
+    /// `currmovenumber`).
+    pub move_number: u32,
 }
 
 /// A report on the search so far (UCI `info`).
@@ -528,6 +531,7 @@ fn pv_line(tree: &Tree, child: u32) -> PvLine {
         q,
         wdl: [(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0],
         mate,
+        move_number: child - tree.children(ROOT).start + 1,
     }
 }
 

@@ -51,6 +51,18 @@ pub fn info_lines(info: &SearchInfo, style: InfoStyle) -> Vec<String> {
         .collect()
 }
 
+/// `info currmove M currmovenumber N` for the best move so far (its place in policy order):
+/// the move the search spends most of its playouts on.
+pub fn currmove_line(info: &SearchInfo) -> Option<String> {
+    let line = info.lines.first()?;
+    let m = line.pv.first()?;
+    Some(format!(
+        "info currmove {} currmovenumber {}",
+        uci(m, info.chess960),
+        line.move_number
+    ))
+}
+
 fn score(line: &PvLine) -> String {
     match line.mate {
         Some(m) => format!("mate {m}"),
@@ -119,6 +131,7 @@ mod tests {
             q,
             wdl: [0.5, 0.3, 0.2],
             mate,
+            move_number: 4,
         };
         SearchInfo {
             depth: 0,
@@ -159,10 +172,14 @@ mod tests {
         let plain = info_lines(
             &SearchInfo {
                 lines: info.lines[..1].to_vec(),
-                ..info
+                ..info.clone()
             },
             InfoStyle::default(),
         );
         assert!(!plain[0].contains("multipv") && !plain[0].contains("wdl"));
+        assert_eq!(
+            currmove_line(&info).unwrap(),
+            format!("info currmove {first} currmovenumber 4")
+        );
     }
 }

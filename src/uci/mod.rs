@@ -27,7 +27,7 @@ use crate::search::time::TimeManager;
 use crate::search::{Search, SearchInfo, SearchParams};
 use crate::weights::{LoadOptions, WeightsError};
 use go::GoCommand;
-use info::{InfoStyle, info_lines, verbose_move_stats};
+use info::{InfoStyle, currmove_line, info_lines, verbose_move_stats};
 use options::{DEFAULT_MOVE_OVERHEAD_MS, uci_search_params};
 
 /// Why a command, an option or a network was refused (told to the GUI as `info string`).
@@ -394,6 +394,9 @@ impl Engine {
                 if last_info.elapsed() >= INFO_INTERVAL && !shared.answered.load(Ordering::SeqCst) {
                     last_info = Instant::now();
                     for line in info_lines(info, shared.style) {
+                        say(&out, &line);
+                    }
+                    if let Some(line) = currmove_line(info) {
                         say(&out, &line);
                     }
                 }
