@@ -359,6 +359,7 @@ impl Search {
         let start = Instant::now();
         let threads = self.threads();
         let cap = self.minibatch();
+        let in_flight = cap.saturating_mul(threads);
         let max_nodes = self.params.max_tree_nodes;
         let pruning = self.params.smart_pruning_factor;
         let plan = |state: &mut TreeState| -> Option<usize> {
@@ -367,7 +368,7 @@ impl Search {
             let has_move = state.tree.node(ROOT).expanded;
             let limit_reached = remaining == Some(0)
                 || worker::past(start, limits.time)
-                || tree_full(state.tree, cap, max_nodes)
+                || tree_full(state.tree, in_flight, max_nodes)
                 || settled(state, &limits, start, pruning);
             if has_move && limit_reached {
                 return None;
@@ -415,17 +416,18 @@ impl Search {
         let best = info.pv.first().copied().ok_or(SearchError::GameOver)?;
         Ok(SearchResult {
             best_move: best,
-            tree_full: tree_full(state.tree, cap, max_nodes),
+            tree_full: tree_full(state.tree, in_flight, max_nodes),
             info,
         })
     }
 }
 
-/// Whether another batch could take the tree past `max_nodes` (each leaf adds at most 218
-/// children, the most legal moves a chess position has).
-fn tree_full(tree: &Tree, batch: usize, max_nodes: usize) -> bool {
-    let worst_batch = batch.saturating_mul(218);
-    tree.nodes.len().saturating_add(worst_batch) > max_nodes
+/// Whether the leaves in flight (a batch on each search thread) could take the tree past
+/// `max_nodes` (each leaf adds at most 218 children, the most legal moves a chess position
+/// has).
+fn tree_full(tree: &Tree, in_flight: usize, max_nodes: usize) -> bool {
+    let worst = in_flight.saturating_mul(218);
+    tree.nodes.len().saturating_add(worst) > max_nodes
 }
 
 /// Whether smart pruning ends a search with a limit, as lc0's does: one move to choose from,

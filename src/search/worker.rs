@@ -101,63 +101,77 @@ impl<'a> Context<'a> {
         let mut history = self.root.clone();
         loop {
             let mut state = self.lock();
-            if state.finished || self.stop.load(Ordering::Relaxed) && state.tree.node(ROOT).expanded
-            {
-                state.finished = true;
-                return Ok(());
-            }
-            let Some(size) = plan(&mut state) else {
-                state.finished = true;
-                self.backed_up.notify_all();
+            let Some(size) = self.next_batch(&mut state, plan) else {
                 return Ok(());
             };
             let gathered = self.gather(&mut state, &mut history, size);
-            if gathered.pending.is_empty() {
-                if gathered.answered == 0 {
-                    // Everything collided with other threads' batches: wait for one of them.
-                    let _ = self.backed_up.wait_timeout(state, COLLISION_WAIT);
-                } else {
-                    drop(state);
-                    after_batch();
-                }
+            if gathered.pending.is_empty() && gathered.answered == 0 {
+                // Everything collided with other threads' batches: wait for one of them.
+                let _ = self.backed_up.wait_timeout(state, COLLISION_WAIT);
                 continue;
             }
             drop(state);
-            let planes: Vec<InputPlanes> = gathered.pending.iter().map(|p| p.planes).collect();
-            let output = self.backend.evaluate(&planes);
-            let mut state = self.lock();
-            let output = match output {
-                Ok(output) => output,
-                Err(e) => {
-                    for leaf in &gathered.pending {
-                        state.tree.cancel(&leaf.path);
-                    }
-                    state.finished = true;
-                    self.backed_up.notify_all();
-                    return Err(e.into());
-                }
-            };
-            state.stats.batches += 1;
-            state.stats.evaluated += gathered.pending.len() as u64;
-            for (i, leaf) in gathered.pending.into_iter().enumerate() {
-                let priors = legal_move_probabilities(
-                    output.policy_of(i),
-                    &leaf.legal,
-                    self.params.policy_temperature,
-                );
-                let eval = CachedEval {
-                    q: output.q[i],
-                    d: output.d[i],
-                    m: output.m[i],
-                    priors,
-                };
-                expand_and_back_up(state.tree, &leaf.path, &leaf.legal, &eval);
-                state.cache.insert(leaf.key, eval);
+            if !gathered.pending.is_empty() {
+                self.evaluate(gathered.pending)?;
             }
-            drop(state);
-            self.backed_up.notify_all();
             after_batch();
         }
+    }
+
+    /// The size of this thread's next batch, or `None` when the search ends: another thread
+    /// ended it, `stop` was set (once the root has a move to name), or `plan` says so.
+    fn next_batch(&self, state: &mut TreeState, plan: &BatchPlan) -> Option<usize> {
+        let stopped = self.stop.load(Ordering::Relaxed) && state.tree.node(ROOT).expanded;
+        let size = if state.finished || stopped {
+            None
+        } else {
+            plan(state)
+        };
+        if size.is_none() {
+            state.finished = true;
+            self.backed_up.notify_all();
+        }
+        size
+    }
+
+    /// Evaluates `pending` without the lock, then expands and backs up every leaf holding it;
+    /// if the backend fails, takes their virtual loss back and ends the search.
+    fn evaluate(&self, pending: Vec<PendingLeaf>) -> Result<(), SearchError> {
+        let planes: Vec<InputPlanes> = pending.iter().map(|p| p.planes).collect();
+        let output = self.backend.evaluate(&planes);
+        let mut state = self.lock();
+        let result = match output {
+            Ok(output) => {
+                state.stats.batches += 1;
+                state.stats.evaluated += pending.len() as u64;
+                for (i, leaf) in pending.into_iter().enumerate() {
+                    let priors = legal_move_probabilities(
+                        output.policy_of(i),
+                        &leaf.legal,
+                        self.params.policy_temperature,
+                    );
+                    let eval = CachedEval {
+                        q: output.q[i],
+                        d: output.d[i],
+                        m: output.m[i],
+                        priors,
+                    };
+                    expand_and_back_up(state.tree, &leaf.path, &leaf.legal, &eval);
+                    state.cache.insert(leaf.key, eval);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                for leaf in &pending {
+                    state.tree.cancel(&leaf.path);
+                }
+                state.finished = true;
+                Err(e.into())
+            }
+        };
+        drop(state);
+        self.backed_up.notify_all();
+        result
     }
 
     /// Gathers up to `size` playouts: those answered at once (game over, cached) are backed
