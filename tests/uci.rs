@@ -125,7 +125,12 @@ fn the_handshake_lists_the_options() {
         "FpuReduction",
         "PolicyTemperature",
         "NNCacheSize",
-        "MoveOverhead",
+        "MoveOverheadMs",
+        "SmartPruningFactor",
+        "MultiPV",
+        "UCI_ShowWDL",
+        "VerboseMoveStats",
+        "Ponder",
     ] {
         let needle = format!("option name {option} type");
         assert!(

@@ -2,7 +2,8 @@
 //! its output. The search runs on its own thread so the reader never waits for it: `isready` is
 //! answered at once, also while searching; a command that changes what the search works on
 //! (`position`, `ucinewgame`, `setoption`, `go`) stops it first, and the change reaches the
-//! search object when the next `go` takes it back from its thread.
+//! search object when the next `go` takes it back from its thread. `go ponder` searches until
+//! `stop` (answered) or `ponderhit` (the same tree searched on with the clock's budget).
 
 mod go;
 mod info;

@@ -57,9 +57,6 @@ impl Engine {
             format!(
                 "option name MoveOverheadMs type spin default {DEFAULT_MOVE_OVERHEAD_MS} min 0 max 100000000"
             ),
-            format!(
-                "option name MoveOverhead type spin default {DEFAULT_MOVE_OVERHEAD_MS} min 0 max 100000000"
-            ),
             "option name Ponder type check default true".to_owned(),
             "option name MultiPV type spin default 1 min 1 max 500".to_owned(),
             "option name UCI_ShowWDL type check default false".to_owned(),
@@ -109,6 +106,7 @@ impl Engine {
             "ponder" => {
                 parse_check(value)?;
             }
+            // MoveOverhead: the name earlier lc0rs releases used.
             "moveoverheadms" | "moveoverhead" => {
                 let overhead = Duration::from_millis(parse_in(value, 0, 100_000_000)?);
                 self.time_manager = TimeManager::new(overhead);
