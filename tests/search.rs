@@ -458,6 +458,24 @@ fn multipv_and_searchmoves_shape_the_report() {
         .sum();
     assert_eq!(visited + 1, search.root_visits());
     assert_eq!(search.move_stats().len(), 20);
+    // A move of another position is refused by name, not searched.
+    let after_e4 = history("startpos moves e2e4")
+        .last()
+        .position
+        .clone()
+        .unwrap();
+    let e5 = "e7e5"
+        .parse::<shakmaty::uci::UciMove>()
+        .unwrap()
+        .to_move(&after_e4)
+        .unwrap();
+    let limits = Limits {
+        nodes: Some(10),
+        searchmoves: vec![e5],
+        ..Limits::default()
+    };
+    let e = search.run(limits, &stop, &mut |_| {}).unwrap_err();
+    assert!(e.to_string().contains("e7e5"), "{e}");
 }
 
 #[test]

@@ -197,6 +197,8 @@ pub enum SearchError {
     Backend(#[from] BackendError),
     #[error("a search thread failed")]
     ThreadFailed,
+    #[error("searchmoves: {0} is not a legal move in the position searched")]
+    IllegalSearchMove(String),
 }
 
 /// The result: the move to play and the last report.
@@ -354,28 +356,17 @@ impl Search {
             Some(position) if position.legal_moves().is_empty() => {
                 return Err(SearchError::GameOver);
             }
-            Some(_) => {}
+            Some(position) => {
+                if let Some(m) = limits.searchmoves.iter().find(|m| !position.is_legal(**m)) {
+                    return Err(SearchError::IllegalSearchMove(uci(m, self.params.chess960)));
+                }
+            }
         }
         let start = Instant::now();
         let threads = self.threads();
         let cap = self.minibatch();
         let in_flight = cap.saturating_mul(threads);
-        let max_nodes = self.params.max_tree_nodes;
-        let pruning = self.params.smart_pruning_factor;
-        let plan = |state: &mut TreeState| -> Option<usize> {
-            let remaining = limits.nodes.map(|n| n.saturating_sub(state.stats.playouts));
-            // Never stop before the root has children: there would be no move to name.
-            let has_move = state.tree.node(ROOT).expanded;
-            let limit_reached = remaining == Some(0)
-                || worker::past(start, limits.time)
-                || tree_full(state.tree, in_flight, max_nodes)
-                || settled(state, &limits, start, pruning);
-            if has_move && limit_reached {
-                return None;
-            }
-            let remaining = remaining.filter(|_| has_move);
-            Some(remaining.map_or(cap, |r| cap.min(r.try_into().unwrap_or(usize::MAX))))
-        };
+        let plan = batch_plan(&limits, &self.params, start, cap, in_flight);
         let params = &self.params;
         let context = Context {
             backend: &*self.backend,
@@ -416,9 +407,34 @@ impl Search {
         let best = info.pv.first().copied().ok_or(SearchError::GameOver)?;
         Ok(SearchResult {
             best_move: best,
-            tree_full: tree_full(state.tree, in_flight, max_nodes),
+            tree_full: tree_full(state.tree, in_flight, self.params.max_tree_nodes),
             info,
         })
+    }
+}
+
+/// What each search thread asks before a batch: how many playouts to gather (at most `cap`,
+/// within the node limit), or `None` once a limit is reached (never before the root has a
+/// move to name).
+fn batch_plan<'a>(
+    limits: &'a Limits,
+    params: &'a SearchParams,
+    start: Instant,
+    cap: usize,
+    in_flight: usize,
+) -> impl Fn(&mut TreeState) -> Option<usize> + Sync + 'a {
+    move |state: &mut TreeState| {
+        let remaining = limits.nodes.map(|n| n.saturating_sub(state.stats.playouts));
+        let has_move = state.tree.node(ROOT).expanded;
+        let limit_reached = remaining == Some(0)
+            || worker::past(start, limits.time)
+            || tree_full(state.tree, in_flight, params.max_tree_nodes)
+            || settled(state, limits, start, params.smart_pruning_factor);
+        if has_move && limit_reached {
+            return None;
+        }
+        let remaining = remaining.filter(|_| has_move);
+        Some(remaining.map_or(cap, |r| cap.min(r.try_into().unwrap_or(usize::MAX))))
     }
 }
 
