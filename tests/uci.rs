@@ -215,6 +215,20 @@ fn mates_in_one_are_announced() {
         lines.iter().any(|l| l.contains("score mate 1")),
         "{lines:?}"
     );
+    // `go mate 1` has no other limit: it ends, unasked, when the mate is proven.
+    let (best, lines) = engine.best_move("go mate 1");
+    assert_eq!(best, "h5f7");
+    assert!(lines.iter().any(|l| l.contains("score mate 1")));
+    // `go depth 3` ends once the playouts reach a mean depth of 3.
+    engine.send("position startpos");
+    let (_, lines) = engine.best_move("go depth 3");
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("info depth"))
+        .unwrap();
+    let depth: u32 = last.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!(depth >= 3, "{last}");
     engine.quit();
 }
 

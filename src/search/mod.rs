@@ -72,12 +72,16 @@ impl Default for SearchParams {
     }
 }
 
-/// When a search ends (besides the stop flag): after `nodes` new playouts or `time`; and the
-/// root moves it considers (`searchmoves`; empty: every legal move).
+/// When a search ends (besides the stop flag): after `nodes` new playouts or `time`, once the
+/// mean playout depth reaches `depth`, or once a mate in at most `mate` moves is proven (lc0's
+/// `go depth` and `go mate`); and the root moves it considers (`searchmoves`; empty: every
+/// legal move).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Limits {
     pub nodes: Option<u64>,
     pub time: Option<Duration>,
+    pub depth: Option<u32>,
+    pub mate: Option<u32>,
     pub searchmoves: Vec<Move>,
 }
 
@@ -428,6 +432,10 @@ fn batch_plan<'a>(
         let has_move = state.tree.node(ROOT).expanded;
         let limit_reached = remaining == Some(0)
             || worker::past(start, limits.time)
+            || limits.depth.is_some_and(|d| state.stats.mean_depth() >= d)
+            || limits
+                .mate
+                .is_some_and(|n| mate_found(state.tree, &limits.searchmoves, n))
             || tree_full(state.tree, in_flight, params.max_tree_nodes)
             || settled(state, limits, start, params.smart_pruning_factor);
         if has_move && limit_reached {
@@ -436,6 +444,15 @@ fn batch_plan<'a>(
         let remaining = remaining.filter(|_| has_move);
         Some(remaining.map_or(cap, |r| cap.min(r.try_into().unwrap_or(usize::MAX))))
     }
+}
+
+/// Whether the best root move is a proven mate in at most `moves` moves.
+fn mate_found(tree: &Tree, root_moves: &[Move], moves: u32) -> bool {
+    let best = root_ranking(tree, root_moves)
+        .first()
+        .map(|&c| pv_line(tree, c));
+    best.and_then(|line| line.mate)
+        .is_some_and(|m| m > 0 && m.unsigned_abs() <= moves)
 }
 
 /// Whether the leaves in flight (a batch on each search thread) could take the tree past
@@ -450,7 +467,7 @@ fn tree_full(tree: &Tree, in_flight: usize, max_nodes: usize) -> bool {
 /// at most one move not proven lost, a proven win, or a best move that the playouts left
 /// cannot overtake.
 fn settled(state: &mut TreeState, limits: &Limits, start: Instant, factor: f32) -> bool {
-    let limited = limits.nodes.is_some() || limits.time.is_some();
+    let limited = limits.nodes.is_some() || limits.time.is_some() || limits.depth.is_some();
     if factor <= 0.0 || !limited || !state.tree.node(ROOT).expanded {
         return false;
     }

@@ -19,6 +19,8 @@ pub struct GoCommand {
     pub movestogo: Option<u64>,
     pub movetime: Option<u64>,
     pub nodes: Option<u64>,
+    pub depth: Option<u64>,
+    pub mate: Option<u64>,
     pub infinite: bool,
     pub ponder: bool,
     /// `searchmoves`: the root moves to consider, as written (empty: all).
@@ -42,7 +44,7 @@ const KEYWORDS: [&str; 12] = [
 ];
 
 impl GoCommand {
-    /// Reads `go`'s arguments; `depth` and `mate` are read and ignored.
+    /// Reads `go`'s arguments.
     pub fn parse(rest: &str) -> Result<Self, UciError> {
         let mut go = Self::default();
         let mut tokens = rest.split_whitespace().peekable();
@@ -69,9 +71,8 @@ impl GoCommand {
                 "movestogo" => go.movestogo = Some(number()?),
                 "movetime" => go.movetime = Some(number()?),
                 "nodes" => go.nodes = Some(number()?),
-                "depth" | "mate" => {
-                    number()?;
-                }
+                "depth" => go.depth = Some(number()?),
+                "mate" => go.mate = Some(number()?),
                 "infinite" => go.infinite = true,
                 "ponder" => go.ponder = true,
                 "searchmoves" => {
@@ -102,21 +103,25 @@ impl GoCommand {
         })
     }
 
-    /// The limits of this `go` for `turn` at game ply `ply`, as lc0 sets them: `nodes`;
-    /// `movetime` less the move overhead; the time manager's budget from the clock. `infinite`
-    /// and `ponder` searches have no time limit (a ponder search gets its budget at
-    /// `ponderhit`). Also the budget given, for [`TimeManager::search_done`].
+    /// The limits of this `go` for `turn` at game ply `ply`, as lc0 sets them: `nodes`,
+    /// `depth` (the mean playout depth) and `mate`; `movetime` less the move overhead; the
+    /// time manager's budget from the clock. `infinite`, `ponder` and `mate` searches have no
+    /// time limit (a ponder search gets its budget at `ponderhit`). Also the budget given, for
+    /// [`TimeManager::search_done`].
     pub fn limits(
         &self,
         turn: Color,
         ply: u32,
         manager: &mut TimeManager,
     ) -> (Limits, Option<Duration>) {
+        let as_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         let mut limits = Limits {
             nodes: self.nodes,
+            depth: self.depth.map(as_u32),
+            mate: self.mate.map(as_u32),
             ..Limits::default()
         };
-        if self.infinite || self.ponder {
+        if self.infinite || self.ponder || self.mate.is_some() {
             return (limits, None);
         }
         let overhead = manager.move_overhead();
@@ -151,6 +156,8 @@ mod tests {
                 movestogo: Some(7),
                 movetime: None,
                 nodes: Some(50),
+                depth: None,
+                mate: None,
                 infinite: false,
                 ponder: true,
                 searchmoves: vec!["e2e4".to_owned(), "d2d4".to_owned()],
@@ -167,7 +174,8 @@ mod tests {
         assert!(GoCommand::parse("nodes many").is_err());
         assert!(GoCommand::parse("nodes").is_err());
         assert!(GoCommand::parse("sideways 3").is_err());
-        assert_eq!(GoCommand::parse("depth 5").unwrap(), GoCommand::default());
+        let deep = GoCommand::parse("depth 5 mate 3").unwrap();
+        assert_eq!((deep.depth, deep.mate), (Some(5), Some(3)));
     }
 
     #[test]
