@@ -458,6 +458,17 @@ fn multipv_and_searchmoves_shape_the_report() {
         .sum();
     assert_eq!(visited + 1, search.root_visits());
     assert_eq!(search.move_stats().len(), 20);
+    // Two playouts: the root's, then one move's, which holds exactly the network's value of
+    // its position, found again in the NN cache.
+    search.set_position(PositionHistory::startpos());
+    search_nodes(&mut search, 2);
+    let stats = search.move_stats();
+    let once: Vec<_> = stats.iter().filter(|s| s.visits == 1).collect();
+    assert_eq!(once.len(), 1);
+    let v = once[0]
+        .network_value
+        .expect("evaluated positions are cached");
+    assert!((once[0].q - v).abs() < 1e-5, "{} vs {v}", once[0].q);
     // A move of another position is refused by name, not searched.
     let after_e4 = history("startpos moves e2e4")
         .last()

@@ -338,7 +338,16 @@ impl Search {
     /// The root's moves with their visits, priors, values and PUCT terms, the least
     /// promising first (lc0's VerboseMoveStats).
     pub fn move_stats(&self) -> Vec<stats::MoveStats> {
-        stats::root_move_stats(&self.tree, &self.params)
+        let format = self.backend.input_format();
+        let cached_value = |m: Move| {
+            let mut history = self.root.clone();
+            history.play(m);
+            let encoded = encode_position(&history, format, self.fill);
+            let key = NnCache::key(&encoded.planes, history.last().key);
+            // The network's Q is for the side to move after `m`.
+            self.cache.get(key).map(|eval| -eval.q)
+        };
+        stats::root_move_stats(&self.tree, &self.params, &cached_value)
     }
 
     /// Playouts already in the root (reused from earlier searches or this one).

@@ -24,11 +24,21 @@ pub struct MoveStats {
     pub u: f32,
     pub score: f32,
     pub proof: Option<Proof>,
+    /// The network's own value of the position after the move, for the side to move at the
+    /// root, where the NN cache still holds it (lc0's V).
+    pub network_value: Option<f32>,
 }
+
+/// The cached network value of the position after each move, for the mover.
+pub type CachedValue<'a> = dyn Fn(Move) -> Option<f32> + 'a;
 
 /// The root's moves, the least promising first, as lc0 prints them (sorted by visits, then
 /// by score).
-pub fn root_move_stats(tree: &Tree, params: &SearchParams) -> Vec<MoveStats> {
+pub fn root_move_stats(
+    tree: &Tree,
+    params: &SearchParams,
+    cached_value: &CachedValue,
+) -> Vec<MoveStats> {
     if !tree.node(ROOT).expanded {
         return Vec::new();
     }
@@ -38,8 +48,9 @@ pub fn root_move_stats(tree: &Tree, params: &SearchParams) -> Vec<MoveStats> {
         .filter_map(|c| {
             let node = tree.node(c);
             let (q, u) = puct.q_and_u(node);
+            let mv = node.mv?;
             Some(MoveStats {
-                mv: node.mv?,
+                mv,
                 visits: node.visits,
                 in_flight: node.in_flight,
                 prior: node.prior,
@@ -48,6 +59,7 @@ pub fn root_move_stats(tree: &Tree, params: &SearchParams) -> Vec<MoveStats> {
                 u: u as f32,
                 score: (q + u) as f32,
                 proof: node.proof,
+                network_value: cached_value(mv),
             })
         })
         .collect();

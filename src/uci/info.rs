@@ -71,9 +71,9 @@ fn score(line: &PvLine) -> String {
 }
 
 /// lc0's VerboseMoveStats lines: per root move (the least promising first) its move, policy
-/// index, visits, in-flight visits, prior, W − L, D, Q, U, S = Q + U, and `(T)` where its
-/// result is proven. Values lc0rs does not keep per node (moves left M, the raw network value
-/// V) are printed as lc0 prints unknown ones.
+/// index, visits, in-flight visits, prior, W − L, D, Q, U, S = Q + U, the network's value V
+/// where the NN cache holds it, and `(T)` where its result is proven. Moves left (M), which
+/// lc0rs does not keep per node, is printed as lc0 prints an unknown value.
 pub fn verbose_move_stats(stats: &[(MoveStats, usize)], chess960: bool) -> Vec<String> {
     stats
         .iter()
@@ -103,11 +103,13 @@ pub fn verbose_move_stats(stats: &[(MoveStats, usize)], chess960: bool) -> Vec<S
                     );
                 }
             }
-            let _ = write!(
-                line,
-                "(U: {:>6.5}) (S: {:>8.5}) (V:  -.----) ",
-                s.u, s.score
-            );
+            let _ = write!(line, "(U: {:>6.5}) (S: {:>8.5}) ", s.u, s.score);
+            match s.network_value {
+                Some(v) => {
+                    let _ = write!(line, "(V: {v:>7.4}) ");
+                }
+                None => line.push_str("(V:  -.----) "),
+            }
             if s.proof.is_some() {
                 line.push_str("(T) ");
             }
