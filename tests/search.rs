@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use lc0rs::backend::{Backend, BackendAttributes, BackendError, BatchOutput, create_backend};
 use lc0rs::chess::{InputPlanes, PositionHistory};
 use lc0rs::netsource::NetSource;
+use lc0rs::search::tree::ROOT;
 use lc0rs::search::{Limits, Search, SearchParams, terminal_value, uci};
 use lc0rs::weights::LoadOptions;
 use lc0rs::weights::format::InputFormat;
@@ -52,7 +53,7 @@ fn search_nodes(search: &mut Search, nodes: u64) -> lc0rs::search::SearchResult 
     let stop = AtomicBool::new(false);
     let limits = Limits {
         nodes: Some(nodes),
-        time: None,
+        ..Limits::default()
     };
     search.run(limits, &stop, &mut |_| {}).unwrap()
 }
@@ -204,4 +205,317 @@ fn a_finished_game_is_an_error_not_a_move() {
         .run(Limits::default(), &stop, &mut |_| {})
         .unwrap_err();
     assert!(e.to_string().contains("game is over"), "{e}");
+}
+
+/// Checks that every visit of `search`'s tree is accounted for: each playout backed up through
+/// the root exactly once (root N = new playouts + reused ones), every expanded node visited
+/// once itself plus once per visit of a child, no virtual loss left behind, and every move on
+/// the way legal in its position.
+fn assert_tree_consistent(search: &Search, reused: u32, playouts: u64) {
+    let tree = search.tree();
+    let root = tree.node(ROOT);
+    assert_eq!(u64::from(root.visits), u64::from(reused) + playouts);
+    let mut stack = vec![(ROOT, search.history().last().position.clone().unwrap())];
+    while let Some((index, position)) = stack.pop() {
+        let node = tree.node(index);
+        assert_eq!(node.in_flight, 0, "node {index}: virtual loss left");
+        assert!(
+            node.value_sum.abs() <= f64::from(node.visits) + 1e-6,
+            "node {index}: value sum {} over {} visits",
+            node.value_sum,
+            node.visits
+        );
+        let children: u32 = tree.children(index).map(|c| tree.node(c).visits).sum();
+        if node.proof.is_some() && !node.expanded {
+            assert!(
+                node.children.is_empty(),
+                "node {index}: a game end with children"
+            );
+            continue;
+        }
+        if node.proof.is_some() {
+            // Proven from its children: later playouts stop here, adding visits of its own.
+            assert!(node.visits > children, "node {index}");
+        } else if node.expanded {
+            assert_eq!(node.visits, children + 1, "node {index}");
+        } else {
+            assert_eq!(node.visits, 0, "node {index}: visited but not expanded");
+        }
+        for child in tree.children(index) {
+            let m = tree.node(child).mv.unwrap();
+            assert!(position.is_legal(m), "node {child}: illegal move {m}");
+            let mut next = position.clone();
+            next.play_unchecked(m);
+            stack.push((child, next));
+        }
+    }
+}
+
+#[test]
+fn many_threads_lose_no_visit() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    for (threads, minibatch) in [(8, 4), (3, 16)] {
+        let params = SearchParams {
+            threads,
+            minibatch,
+            ..SearchParams::default()
+        };
+        let mut search = Search::new(backend.clone(), params);
+        assert_eq!(search.threads(), threads);
+        for (spec, nodes) in [
+            ("startpos", 1_500),
+            ("fen 6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", 600),
+            ("fen 8/8/8/4k3/8/8/4P3/4K3 w - - 0 1", 800),
+        ] {
+            let h = history(spec);
+            search.set_position(h.clone());
+            let result = search_nodes(&mut search, nodes);
+            assert_eq!(result.info.nodes, nodes, "{spec}");
+            assert_tree_consistent(&search, 0, nodes);
+            assert!(
+                h.last()
+                    .position
+                    .as_ref()
+                    .unwrap()
+                    .is_legal(result.best_move)
+            );
+            // The next move's search starts from the kept subtree.
+            search.advance(&result.info.pv[..1]);
+            let reused = search.root_visits();
+            if search
+                .history()
+                .last()
+                .position
+                .as_ref()
+                .unwrap()
+                .legal_moves()
+                .is_empty()
+            {
+                continue;
+            }
+            search_nodes(&mut search, 300);
+            assert_tree_consistent(&search, reused, 300);
+        }
+    }
+}
+
+/// The bundled net, made slow, counting the calls under way at once.
+struct Overlapping {
+    inner: Box<dyn Backend>,
+    running: AtomicUsize,
+    most_at_once: AtomicUsize,
+}
+
+impl Backend for Overlapping {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn attributes(&self) -> BackendAttributes {
+        BackendAttributes {
+            runs_on_cpu: false,
+            ..self.inner.attributes()
+        }
+    }
+    fn input_format(&self) -> InputFormat {
+        self.inner.input_format()
+    }
+    fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_at_once.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let out = self.inner.evaluate(batch);
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        out
+    }
+}
+
+#[test]
+fn a_gpu_like_backend_gets_two_threads_whose_calls_overlap() {
+    let backend = Arc::new(Overlapping {
+        inner: cpu_backend(),
+        running: AtomicUsize::new(0),
+        most_at_once: AtomicUsize::new(0),
+    });
+    let params = SearchParams {
+        minibatch: 8,
+        ..SearchParams::default()
+    };
+    let mut search = Search::new(backend.clone(), params);
+    assert_eq!(search.threads(), 2, "lc0's default for a GPU backend");
+    search.set_position(PositionHistory::startpos());
+    let result = search_nodes(&mut search, 400);
+    assert_tree_consistent(&search, 0, 400);
+    assert_eq!(backend.most_at_once.load(Ordering::SeqCst), 2);
+    assert!(
+        result.info.batches >= 400 / 8,
+        "{} batches",
+        result.info.batches
+    );
+}
+
+#[test]
+fn proven_mates_are_scored_as_mates() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    let params = SearchParams {
+        minibatch: 16,
+        ..SearchParams::default()
+    };
+    // 1. Ra7 Kg8 2. Rb8#: black's reply is forced, and no mate in one exists (Ra8+ and
+    // Rb8+ leave h7). Searched alone (searchmoves), so the tiny net's priors do not matter.
+    let mut search = Search::new(backend.clone(), params);
+    let spec = "fen 7k/8/8/8/8/8/R7/1R4K1 w - - 0 1";
+    let h = history(spec);
+    search.set_position(h.clone());
+    let ra7 = "a2a7"
+        .parse::<shakmaty::uci::UciMove>()
+        .unwrap()
+        .to_move(h.last().position.as_ref().unwrap())
+        .unwrap();
+    let stop = AtomicBool::new(false);
+    let limits = Limits {
+        nodes: Some(1_000),
+        searchmoves: vec![ra7],
+        ..Limits::default()
+    };
+    let result = search.run(limits, &stop, &mut |_| {}).unwrap();
+    assert_eq!(
+        result.info.mate,
+        Some(2),
+        "{spec}: {:?}",
+        result.info.pv_uci()
+    );
+    assert_eq!(result.info.pv_uci(), ["a2a7", "h8g8", "b1b8"]);
+    assert_tree_consistent(&search, 0, 1_000);
+    // The other side: its only move is mated at once.
+    let spec = "fen 7k/R7/8/8/8/8/8/1R4K1 b - - 0 1";
+    search.set_position(history(spec));
+    let result = search_nodes(&mut search, 500);
+    assert_eq!(
+        result.info.mate,
+        Some(-1),
+        "{spec}: {:?}",
+        result.info.pv_uci()
+    );
+    assert_eq!(result.info.pv_uci()[..2], ["h8g8", "b1b8"]);
+}
+
+#[test]
+fn multipv_and_searchmoves_shape_the_report() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    let params = SearchParams {
+        multipv: 3,
+        minibatch: 16,
+        ..SearchParams::default()
+    };
+    let mut search = Search::new(backend, params);
+    search.set_position(PositionHistory::startpos());
+    let stop = AtomicBool::new(false);
+    let result = search
+        .run(
+            Limits {
+                nodes: Some(300),
+                ..Limits::default()
+            },
+            &stop,
+            &mut |_| {},
+        )
+        .unwrap();
+    let lines = &result.info.lines;
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0].pv, result.info.pv);
+    assert!(lines.windows(2).all(|w| w[0].visits >= w[1].visits));
+    let firsts: Vec<_> = lines.iter().map(|l| l.pv[0]).collect();
+    assert!(firsts[0] != firsts[1] && firsts[1] != firsts[2] && firsts[0] != firsts[2]);
+    for line in lines {
+        let [w, d, l] = line.wdl;
+        assert!((w + d + l - 1.0).abs() < 1e-4 && (w - l - line.q).abs() < 1e-4);
+    }
+    // Only the two moves asked for are searched and reported.
+    let start = history("startpos").last().position.clone().unwrap();
+    let asked: Vec<_> = ["a2a3", "h2h4"]
+        .iter()
+        .map(|t| {
+            t.parse::<shakmaty::uci::UciMove>()
+                .unwrap()
+                .to_move(&start)
+                .unwrap()
+        })
+        .collect();
+    search.set_position(PositionHistory::startpos());
+    let limits = Limits {
+        nodes: Some(200),
+        searchmoves: asked.clone(),
+        ..Limits::default()
+    };
+    let result = search.run(limits, &stop, &mut |_| {}).unwrap();
+    assert!(asked.contains(&result.best_move));
+    assert_eq!(result.info.lines.len(), 2);
+    let tree = search.tree();
+    let visited: u32 = tree
+        .children(ROOT)
+        .filter(|&c| asked.contains(&tree.node(c).mv.unwrap()))
+        .map(|c| tree.node(c).visits)
+        .sum();
+    assert_eq!(visited + 1, search.root_visits());
+    assert_eq!(search.move_stats().len(), 20);
+    // Two playouts: the root's, then one move's, which holds exactly the network's value of
+    // its position, found again in the NN cache.
+    search.set_position(PositionHistory::startpos());
+    search_nodes(&mut search, 2);
+    let stats = search.move_stats();
+    let once: Vec<_> = stats.iter().filter(|s| s.visits == 1).collect();
+    assert_eq!(once.len(), 1);
+    let v = once[0]
+        .network_value
+        .expect("evaluated positions are cached");
+    assert!((once[0].q - v).abs() < 1e-5, "{} vs {v}", once[0].q);
+    // A move of another position is refused by name, not searched.
+    let after_e4 = history("startpos moves e2e4")
+        .last()
+        .position
+        .clone()
+        .unwrap();
+    let e5 = "e7e5"
+        .parse::<shakmaty::uci::UciMove>()
+        .unwrap()
+        .to_move(&after_e4)
+        .unwrap();
+    let limits = Limits {
+        nodes: Some(10),
+        searchmoves: vec![e5],
+        ..Limits::default()
+    };
+    let e = search.run(limits, &stop, &mut |_| {}).unwrap_err();
+    assert!(e.to_string().contains("e7e5"), "{e}");
+}
+
+#[test]
+fn warming_up_runs_each_starting_batch_size_once() {
+    let counting = Arc::new(Counting {
+        inner: cpu_backend(),
+        calls: AtomicUsize::new(0),
+        largest: AtomicUsize::new(0),
+    });
+    let params = SearchParams {
+        threads: 3,
+        minibatch: 12,
+        ..SearchParams::default()
+    };
+    let mut search = Search::new(counting.clone(), params);
+    search.warm_up().unwrap();
+    // A full minibatch per thread, then one position.
+    assert_eq!(counting.calls.load(Ordering::Relaxed), 4);
+    assert_eq!(counting.largest.load(Ordering::Relaxed), 12);
+    search.warm_up().unwrap();
+    assert_eq!(counting.calls.load(Ordering::Relaxed), 4, "done once");
+    search.set_params(SearchParams {
+        minibatch: 20,
+        ..params
+    });
+    search.warm_up().unwrap();
+    assert_eq!(
+        counting.calls.load(Ordering::Relaxed),
+        8,
+        "again for a new minibatch"
+    );
 }

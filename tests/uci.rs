@@ -87,6 +87,19 @@ impl Engine {
         (best, lines)
     }
 
+    /// The lines written within `wait`.
+    fn lines_within(&mut self, wait: Duration) -> Vec<String> {
+        let deadline = Instant::now() + wait;
+        let mut seen = Vec::new();
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            seen.push(line);
+        }
+        seen
+    }
+
     fn quit(mut self) {
         self.send("quit");
         let status = self.child.wait().unwrap();
@@ -112,7 +125,12 @@ fn the_handshake_lists_the_options() {
         "FpuReduction",
         "PolicyTemperature",
         "NNCacheSize",
-        "MoveOverhead",
+        "MoveOverheadMs",
+        "SmartPruningFactor",
+        "MultiPV",
+        "UCI_ShowWDL",
+        "VerboseMoveStats",
+        "Ponder",
     ] {
         let needle = format!("option name {option} type");
         assert!(
@@ -130,6 +148,8 @@ fn searches_answer_legal_moves_with_info_lines() {
     let mut engine = Engine::start();
     engine.send("setoption name MinibatchSize value 32");
     engine.send("setoption name CPuct value 2.5");
+    // Smart pruning would end a `go nodes` search early once the best move is settled.
+    engine.send("setoption name SmartPruningFactor value 0");
     engine.send("ucinewgame");
     let spec = "startpos moves e2e4 e7e5 g1f3";
     engine.send(&format!("position {spec}"));
@@ -195,6 +215,20 @@ fn mates_in_one_are_announced() {
         lines.iter().any(|l| l.contains("score mate 1")),
         "{lines:?}"
     );
+    // `go mate 1` has no other limit: it ends, unasked, when the mate is proven.
+    let (best, lines) = engine.best_move("go mate 1");
+    assert_eq!(best, "h5f7");
+    assert!(lines.iter().any(|l| l.contains("score mate 1")));
+    // `go depth 3` ends once the playouts reach a mean depth of 3.
+    engine.send("position startpos");
+    let (_, lines) = engine.best_move("go depth 3");
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("info depth"))
+        .unwrap();
+    let depth: u32 = last.split_whitespace().nth(2).unwrap().parse().unwrap();
+    assert!(depth >= 3, "{last}");
     engine.quit();
 }
 
@@ -205,7 +239,10 @@ fn stop_ends_an_infinite_search_at_once() {
     engine.until("readyok", 30 * SECOND);
     engine.send("position startpos");
     engine.send("go infinite");
-    std::thread::sleep(Duration::from_millis(500));
+    // Once a second a running search reports, with the move it spends most playouts on.
+    let running = engine.until("info currmove", 10 * SECOND);
+    let current = running.last().unwrap().split_whitespace().nth(2).unwrap();
+    PositionHistory::from_spec(&format!("startpos moves {current}")).unwrap();
     let asked = Instant::now();
     engine.send("stop");
     let lines = engine.until("bestmove", 5 * SECOND);
@@ -302,6 +339,152 @@ fn a_self_play_game_runs_to_its_end() {
     engine.quit();
 }
 
+/// Plays a game against itself on a clock of `start` plus `increment` per move, both measured
+/// from writing `go` to reading `bestmove`, and checks no side's clock ever runs out; returns
+/// the time each move took.
+fn play_on_the_clock(start: Duration, increment: Duration, plies: usize) -> Vec<Duration> {
+    let mut engine = Engine::start();
+    engine.send("ucinewgame");
+    engine.send("isready");
+    engine.until("readyok", 30 * SECOND);
+    let mut clocks = [start, start];
+    let mut history = PositionHistory::startpos();
+    let mut moves: Vec<String> = Vec::new();
+    let mut used = Vec::new();
+    while terminal_value(&history).is_none() && moves.len() < plies {
+        engine.send(&format!("position startpos moves {}", moves.join(" ")));
+        let ms = |d: Duration| d.as_millis();
+        let go = format!(
+            "go wtime {} btime {} winc {} binc {}",
+            ms(clocks[0]),
+            ms(clocks[1]),
+            ms(increment),
+            ms(increment)
+        );
+        let asked = Instant::now();
+        let (best, _) = engine.best_move(&go);
+        let took = asked.elapsed();
+        let side = moves.len() % 2;
+        clocks[side] = clocks[side].checked_sub(took).unwrap_or_else(|| {
+            panic!(
+                "ply {}: lost on time, {took:?} with {:?} left",
+                moves.len(),
+                clocks[side]
+            )
+        }) + increment;
+        used.push(took);
+        history.play_uci(&best).expect("bestmove is legal");
+        moves.push(best);
+    }
+    engine.quit();
+    used
+}
+
+#[test]
+fn short_clocks_are_never_lost_on_time() {
+    let ms = Duration::from_millis;
+    play_on_the_clock(ms(200), ms(50), 60);
+    // With a longer clock the time is used, not only the increment: the first move (lc0's
+    // first-move bonus, 2.8 times an even share) takes a clear part of it.
+    let used = play_on_the_clock(ms(5_000), ms(50), 12);
+    assert!(used[0] > ms(150), "first move in {:?}", used[0]);
+}
+
+#[test]
+fn pondering_waits_for_ponderhit_then_uses_its_time() {
+    let mut engine = Engine::start();
+    engine.send("setoption name Ponder value true");
+    engine.send("position startpos moves e2e4 e7e5");
+    engine.send("go ponder wtime 4000 btime 4000 winc 0 binc 0");
+    let pondering = engine.lines_within(SECOND);
+    assert!(
+        !pondering.iter().any(|l| l.starts_with("bestmove")),
+        "{pondering:?}"
+    );
+    let hit = Instant::now();
+    engine.send("ponderhit");
+    let lines = engine.until("bestmove", 10 * SECOND);
+    // The search goes on with the clock's budget: far less than the 4 s left.
+    assert!(hit.elapsed() < 3 * SECOND, "{:?}", hit.elapsed());
+    let best = lines.last().unwrap().split_whitespace().nth(1).unwrap();
+    PositionHistory::from_spec(&format!("startpos moves e2e4 e7e5 {best}")).unwrap();
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("bestmove")).count(),
+        1,
+        "{lines:?}"
+    );
+    // A ponder search ended by `stop` (the opponent played another move) answers at once.
+    engine.send("go ponder wtime 4000 btime 4000");
+    engine.lines_within(SECOND / 2);
+    engine.send("stop");
+    let lines = engine.until("bestmove", 5 * SECOND);
+    let best = lines.last().unwrap().split_whitespace().nth(1).unwrap();
+    PositionHistory::from_spec(&format!("startpos moves e2e4 e7e5 {best}")).unwrap();
+    engine.quit();
+}
+
+#[test]
+fn multipv_wdl_searchmoves_and_move_stats_are_reported() {
+    let mut engine = Engine::start();
+    for option in [
+        "MultiPV value 3",
+        "UCI_ShowWDL value true",
+        "VerboseMoveStats value true",
+        "SmartPruningFactor value 0",
+    ] {
+        engine.send(&format!("setoption name {option}"));
+    }
+    engine.send("position startpos");
+    let (best, lines) = engine.best_move("go nodes 200 searchmoves e2e4 d2d4 g1f3");
+    assert!(["e2e4", "d2d4", "g1f3"].contains(&best.as_str()), "{best}");
+    let last: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("info depth"))
+        .rev()
+        .take(3)
+        .collect();
+    for (i, line) in last.iter().rev().enumerate() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = |key: &str| words.iter().position(|w| *w == key).unwrap() + 1;
+        assert_eq!(words[at("multipv")], (i + 1).to_string(), "{line}");
+        let wdl: Vec<u32> = words[at("wdl")..at("wdl") + 3]
+            .iter()
+            .map(|w| w.parse().unwrap())
+            .collect();
+        assert_eq!(wdl.iter().sum::<u32>(), 1000, "{line}");
+        assert_eq!(words[at("tbhits")], "0", "{line}");
+        assert!(words[at("hashfull")].parse::<u32>().unwrap() <= 1000);
+        assert!(
+            ["e2e4", "d2d4", "g1f3"].contains(&words[at("pv")]),
+            "{line}"
+        );
+    }
+    // VerboseMoveStats: one line per legal move (20 at the start), with lc0's fields.
+    let stats: Vec<&String> = lines.iter().filter(|l| l.contains(" N: ")).collect();
+    assert_eq!(stats.len(), 20, "{lines:?}");
+    assert!(
+        stats
+            .iter()
+            .all(|l| l.contains("(P: ") && l.contains("(U: "))
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(" collisions, ")),
+        "{lines:?}"
+    );
+    // A move that is not legal here is refused with the reason, and the `go` answered.
+    let (best, lines) = engine.best_move("go nodes 10 searchmoves e2e5");
+    assert_eq!(best, "0000");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("info string go searchmoves"))
+    );
+    engine.send("setoption name MultiPV value 0");
+    let reply = engine.until("info string", 5 * SECOND);
+    assert!(reply.last().unwrap().contains("MultiPV"), "{reply:?}");
+    engine.quit();
+}
+
 #[test]
 fn malformed_input_never_crashes_the_engine() {
     let mut engine = Engine::start();
@@ -377,4 +560,30 @@ fn malformed_input_never_crashes_the_engine() {
     PositionHistory::from_spec(&format!("startpos moves {best}"))
         .unwrap_or_else(|e| panic!("{e}: {last:?}"));
     engine.quit();
+}
+
+/// python-chess, a real UCI client, plays games against the engine with pondering, a clock,
+/// MultiPV and WDL (`tests/uci_python.py`), where python-chess is installed.
+#[test]
+fn python_chess_plays_full_games() {
+    let has_chess = Command::new("python3")
+        .args(["-c", "import chess.engine"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_chess {
+        println!("skipped: python3 with python-chess not found (pip install chess)");
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/uci_python.py");
+    let run = Command::new("python3")
+        .args([script, env!("CARGO_BIN_EXE_lc0rs"), "2"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(stdout.trim_end().ends_with("OK"), "{stdout}");
 }

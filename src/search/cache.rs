@@ -67,6 +67,14 @@ impl NnCache {
         }
     }
 
+    /// How full the cache is, per mille (UCI `hashfull`).
+    pub fn fill_per_mille(&self) -> u32 {
+        if self.capacity == 0 {
+            return 0;
+        }
+        (self.entries.len() as u64 * 1000 / self.capacity as u64) as u32
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -101,6 +109,7 @@ mod tests {
         cache.insert(1, eval(0.1));
         cache.insert(2, eval(0.2));
         cache.insert(3, eval(0.3));
+        assert_eq!(cache.fill_per_mille(), 1000);
         assert!(cache.get(1).is_none());
         assert_eq!(cache.get(2).map(|e| e.q), Some(0.2));
         assert_eq!(cache.get(3).map(|e| e.q), Some(0.3));

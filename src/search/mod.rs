@@ -4,20 +4,24 @@
 //! the rules, and tree reuse between moves.
 
 pub mod cache;
+pub mod stats;
+pub mod time;
 pub mod tree;
+mod worker;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use shakmaty::{Move, Position};
 
-use crate::backend::{Backend, BackendError, DEFAULT_POLICY_TEMPERATURE, legal_move_probabilities};
+use crate::backend::{Backend, BackendError, DEFAULT_POLICY_TEMPERATURE};
 use crate::chess::castling::uci_notation;
-use crate::chess::policy_index::entry_moves_with_indices;
-use crate::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
-use cache::{CachedEval, NnCache};
+use crate::chess::{HistoryFill, PositionHistory, encode_position};
+use cache::NnCache;
 use tree::{ROOT, Tree};
+use worker::{Context, SearchStats, TreeState};
 
 /// The search parameters, with lc0's defaults.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,7 +33,8 @@ pub struct SearchParams {
     /// the square root of the visited policy.
     pub fpu_reduction: f32,
     pub policy_temperature: f32,
-    /// Leaves gathered per backend call (capped at the backend's maximum batch).
+    /// Leaves gathered per backend call (capped at the backend's maximum batch); 0: the
+    /// backend's recommended batch (see [`Search::minibatch`]).
     pub minibatch: usize,
     /// NN cache entries.
     pub cache_size: usize,
@@ -38,6 +43,14 @@ pub struct SearchParams {
     pub max_tree_nodes: usize,
     /// UCI_Chess960: castling moves are written as king takes rook.
     pub chess960: bool,
+    /// Search threads over the one tree; 0 chooses by backend (see [`Search::threads`]).
+    pub threads: usize,
+    /// Root moves reported in [`SearchInfo::lines`] (UCI MultiPV).
+    pub multipv: usize,
+    /// lc0's SmartPruningFactor: a search with a node or time limit ends once the best move
+    /// can no longer be overtaken in the playouts left divided by this (0: off; lc0's UCI
+    /// default is 1.33). It also ends a limited search at once where only one move is legal.
+    pub smart_pruning_factor: f32,
 }
 
 impl Default for SearchParams {
@@ -48,19 +61,45 @@ impl Default for SearchParams {
             cpuct_factor: 3.894,
             fpu_reduction: 0.330,
             policy_temperature: DEFAULT_POLICY_TEMPERATURE,
-            minibatch: 256,
+            minibatch: 0,
             cache_size: 200_000,
             max_tree_nodes: 40_000_000,
             chess960: false,
+            threads: 0,
+            multipv: 1,
+            smart_pruning_factor: 0.0,
         }
     }
 }
 
-/// When a search ends (besides the stop flag): after `nodes` new playouts or `time`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// When a search ends (besides the stop flag): after `nodes` new playouts or `time`, once the
+/// mean playout depth reaches `depth`, or once a mate in at most `mate` moves is proven (lc0's
+/// `go depth` and `go mate`); and the root moves it considers (`searchmoves`; empty: every
+/// legal move).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Limits {
     pub nodes: Option<u64>,
     pub time: Option<Duration>,
+    pub depth: Option<u32>,
+    pub mate: Option<u32>,
+    pub searchmoves: Vec<Move>,
+}
+
+/// One root move and what the search found under it (a UCI `multipv` line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PvLine {
+    /// The root move first.
+    pub pv: Vec<Move>,
+    pub visits: u32,
+    /// Q for the side to move at the root (W − L).
+    pub q: f32,
+    /// Win, draw and loss probabilities for the side to move at the root.
+    pub wdl: [f32; 3],
+    /// Mate in this many moves (negative: mated) when the line's result is proven.
+    pub mate: Option<i32>,
+    /// The root move's place among the root's moves in policy order, from 1 (UCI
+    /// `currmovenumber`).
+    pub move_number: u32,
 }
 
 /// A report on the search so far (UCI `info`).
@@ -72,13 +111,52 @@ pub struct SearchInfo {
     /// Playouts in this search.
     pub nodes: u64,
     pub elapsed: Duration,
-    /// Q of the root for the side to move (W − L).
+    /// Q of the best move for the side to move (W − L).
     pub q: f32,
-    /// Mate in this many moves for the side to move, when the best move mates.
+    /// Mate in this many moves for the side to move (negative: mated), when proven.
     pub mate: Option<i32>,
     pub pv: Vec<Move>,
+    /// The best `multipv` root moves, best first (the first is `q`, `mate` and `pv`).
+    pub lines: Vec<PvLine>,
+    /// The NN cache's fill, per mille (UCI `hashfull`).
+    pub hashfull: u32,
     /// Whether moves are written in Chess960 notation (king takes rook).
     pub chess960: bool,
+    /// Playouts that met a leaf already waiting for the backend (in this or another thread's
+    /// batch) and were given up.
+    pub collisions: u64,
+    /// Backend calls and the positions sent in them.
+    pub batches: u64,
+    pub evaluated: u64,
+}
+
+impl PvLine {
+    /// lc0's centipawn score from Q: `90·tan(1.5637541897·q)`.
+    pub fn centipawns(&self) -> i32 {
+        centipawns(self.q)
+    }
+
+    /// W, D, L per mille, summing to 1000 (UCI `wdl`), rounded as lc0 rounds them: W and L
+    /// from Q and D, D the rest (where W and L overshoot, D is 0 and they share the excess).
+    pub fn wdl_per_mille(&self) -> [i32; 3] {
+        let [_, d, _] = self.wdl;
+        let (q, d) = (f64::from(self.q), f64::from(d));
+        let mut w = ((500.0 * (1.0 + q - d)).round() as i32).max(0);
+        let mut l = ((500.0 * (1.0 - q - d)).round() as i32).max(0);
+        let mut draw = 1000 - w - l;
+        if draw < 0 {
+            w = (w + draw / 2).clamp(0, 1000);
+            l = 1000 - w;
+            draw = 0;
+        }
+        [w, draw, l]
+    }
+}
+
+/// lc0's centipawn score from Q: `90·tan(1.5637541897·q)`.
+fn centipawns(q: f32) -> i32 {
+    let q = f64::from(q.clamp(-0.9999, 0.9999));
+    (90.0 * (1.563_754_189_7 * q).tan()).round() as i32
 }
 
 impl SearchInfo {
@@ -93,8 +171,7 @@ impl SearchInfo {
 
     /// lc0's centipawn score from Q: `90·tan(1.5637541897·q)`.
     pub fn centipawns(&self) -> i32 {
-        let q = f64::from(self.q.clamp(-0.9999, 0.9999));
-        (90.0 * (1.563_754_189_7 * q).tan()).round() as i32
+        centipawns(self.q)
     }
 
     /// The principal variation in UCI notation.
@@ -122,6 +199,10 @@ pub enum SearchError {
     NoContinuation,
     #[error(transparent)]
     Backend(#[from] BackendError),
+    #[error("a search thread failed")]
+    ThreadFailed,
+    #[error("searchmoves: {0} is not a legal move in the position searched")]
+    IllegalSearchMove(String),
 }
 
 /// The result: the move to play and the last report.
@@ -133,14 +214,6 @@ pub struct SearchResult {
     pub tree_full: bool,
 }
 
-/// A leaf waiting for the backend.
-struct PendingLeaf {
-    path: Vec<u32>,
-    planes: InputPlanes,
-    key: u64,
-    legal: Vec<(Move, usize)>,
-}
-
 /// A search over one position, kept between moves so its tree can be reused.
 pub struct Search {
     backend: Arc<dyn Backend>,
@@ -149,6 +222,8 @@ pub struct Search {
     cache: NnCache,
     tree: Tree,
     root: PositionHistory,
+    /// The threads and minibatch the backend was last warmed up for.
+    warmed: Option<(usize, usize)>,
 }
 
 impl Search {
@@ -160,7 +235,35 @@ impl Search {
             fill: HistoryFill::FenOnly,
             tree: Tree::default(),
             root: PositionHistory::startpos(),
+            warmed: None,
         }
+    }
+
+    /// Runs the backend once at the batch sizes a search starts with (the full minibatch on
+    /// every thread at once, then a single position), so that a GPU backend's one-time work
+    /// per batch size and lane (graph capture, GEMM algorithm choice) is done before the first
+    /// search rather than during it. Does nothing when already done for these threads and
+    /// minibatch. Batches cut short by collisions still meet new sizes mid-search.
+    pub fn warm_up(&mut self) -> Result<(), SearchError> {
+        let key = (self.threads(), self.minibatch());
+        if self.warmed == Some(key) {
+            return Ok(());
+        }
+        let planes = encode_position(&self.root, self.backend.input_format(), self.fill).planes;
+        let full = vec![planes; key.1];
+        let backend = &*self.backend;
+        std::thread::scope(|scope| {
+            let calls: Vec<_> = (0..key.0)
+                .map(|_| scope.spawn(|| backend.evaluate(&full).map(drop)))
+                .collect();
+            calls.into_iter().try_for_each(|call| match call.join() {
+                Ok(result) => result.map_err(SearchError::from),
+                Err(_) => Err(SearchError::ThreadFailed),
+            })
+        })?;
+        self.backend.evaluate(&[planes])?;
+        self.warmed = Some(key);
+        Ok(())
     }
 
     pub fn set_params(&mut self, params: SearchParams) {
@@ -168,8 +271,35 @@ impl Search {
         self.params = params;
     }
 
+    pub fn params(&self) -> &SearchParams {
+        &self.params
+    }
+
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
+    }
+
+    /// The search threads a search runs: `params.threads`, or where that is 0 lc0's default
+    /// for the backend (one more than the backend's own, i.e. 2 on a GPU whose calls from two
+    /// threads run side by side on its lanes, 1 on the CPU, whose backend already uses every
+    /// core).
+    pub fn threads(&self) -> usize {
+        match self.params.threads {
+            0 if self.backend.attributes().runs_on_cpu => 1,
+            0 => 2,
+            n => n,
+        }
+    }
+
+    /// The leaves gathered per backend call: `params.minibatch`, or where that is 0 the
+    /// backend's recommended batch (as lc0's MinibatchSize 0), within its maximum.
+    pub fn minibatch(&self) -> usize {
+        let attributes = self.backend.attributes();
+        let wanted = match self.params.minibatch {
+            0 => attributes.recommended_batch,
+            n => n,
+        };
+        wanted.clamp(1, attributes.max_batch.max(1))
     }
 
     /// Searches `history` from scratch (a new game or an unrelated position).
@@ -200,13 +330,34 @@ impl Search {
         &self.root
     }
 
+    /// The tree as the last search left it (for inspection: visit counts, values, priors).
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// The root's moves with their visits, priors, values and PUCT terms, the least
+    /// promising first (lc0's VerboseMoveStats).
+    pub fn move_stats(&self) -> Vec<stats::MoveStats> {
+        let format = self.backend.input_format();
+        let cached_value = |m: Move| {
+            let mut history = self.root.clone();
+            history.play(m);
+            let encoded = encode_position(&history, format, self.fill);
+            let key = NnCache::key(&encoded.planes, history.last().key);
+            // The network's Q is for the side to move after `m`.
+            self.cache.get(key).map(|eval| -eval.q)
+        };
+        stats::root_move_stats(&self.tree, &self.params, &cached_value)
+    }
+
     /// Playouts already in the root (reused from earlier searches or this one).
     pub fn root_visits(&self) -> u32 {
         self.tree.node(ROOT).visits
     }
 
-    /// Searches until `limits` or `stop`, calling `on_batch` after every backend batch (the
-    /// caller decides how often to report; the best move so far is `pv[0]`).
+    /// Searches until `limits` or `stop`, calling `on_batch` after the backend batches of the
+    /// calling thread (the caller decides how often to report; the best move so far is
+    /// `pv[0]`). [`Search::threads`] threads gather, evaluate and back up at once.
     pub fn run(
         &mut self,
         limits: Limits,
@@ -218,259 +369,213 @@ impl Search {
             Some(position) if position.legal_moves().is_empty() => {
                 return Err(SearchError::GameOver);
             }
-            Some(_) => {}
-        }
-        let start = Instant::now();
-        let mut stats = DepthStats::default();
-        loop {
-            let remaining = limits.nodes.map(|n| n.saturating_sub(stats.playouts));
-            // Never stop before the root has children: there would be no move to name.
-            let has_move = self.tree.node(ROOT).expanded;
-            let limit_reached = remaining == Some(0)
-                || limits.time.is_some_and(|t| start.elapsed() >= t)
-                || stop.load(Ordering::Relaxed)
-                || self.tree_full();
-            if has_move && limit_reached {
-                break;
-            }
-            let batch = self.batch_size(remaining.filter(|_| has_move));
-            self.playout_batch(batch, &mut stats)?;
-            on_batch(&self.info(&stats, start.elapsed()));
-        }
-        let info = self.info(&stats, start.elapsed());
-        let best = self
-            .tree
-            .best_child(ROOT)
-            .and_then(|c| self.tree.node(c).mv)
-            .ok_or(SearchError::GameOver)?;
-        Ok(SearchResult {
-            best_move: best,
-            info,
-            tree_full: self.tree_full(),
-        })
-    }
-
-    /// Whether another batch could take the tree past `max_tree_nodes` (each leaf adds at
-    /// most 218 children, the most legal moves a chess position has).
-    fn tree_full(&self) -> bool {
-        let worst_batch = self.params.minibatch.saturating_mul(218);
-        self.tree.nodes.len().saturating_add(worst_batch) > self.params.max_tree_nodes
-    }
-
-    fn batch_size(&self, remaining: Option<u64>) -> usize {
-        let cap = self
-            .params
-            .minibatch
-            .clamp(1, self.backend.attributes().max_batch.max(1));
-        remaining.map_or(cap, |r| cap.min(r.try_into().unwrap_or(usize::MAX)))
-    }
-
-    /// Gathers up to `size` playouts, evaluates the new leaves in one backend call and backs
-    /// everything up.
-    fn playout_batch(&mut self, size: usize, stats: &mut DepthStats) -> Result<(), SearchError> {
-        let mut pending: Vec<PendingLeaf> = Vec::new();
-        let mut collisions = 0;
-        let mut done = 0;
-        while done + collisions < size {
-            let root_len = self.root.len();
-            let path = self.descend();
-            stats.record(path.len() as u32 - 1);
-            let leaf = *path.last().expect("a path holds the root");
-            let outcome = self.leaf_outcome(leaf, &path);
-            self.root.truncate(root_len);
-            match outcome {
-                LeafOutcome::Done => done += 1,
-                LeafOutcome::Collision => collisions += 1,
-                LeafOutcome::Pending(p) => {
-                    pending.push(*p);
-                    done += 1;
+            Some(position) => {
+                if let Some(m) = limits.searchmoves.iter().find(|m| !position.is_legal(**m)) {
+                    return Err(SearchError::IllegalSearchMove(uci(m, self.params.chess960)));
                 }
             }
         }
-        stats.playouts += done as u64;
-        tracing::debug!(
-            target: "lc0rs::search",
-            asked = size,
-            to_backend = pending.len(),
-            answered_at_once = done - pending.len(),
-            collisions,
-            "batch gathered"
-        );
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let planes: Vec<InputPlanes> = pending.iter().map(|p| p.planes).collect();
-        let out = self.backend.evaluate(&planes)?;
-        for (i, leaf) in pending.into_iter().enumerate() {
-            let probabilities = legal_move_probabilities(
-                out.policy_of(i),
-                &leaf.legal,
-                self.params.policy_temperature,
-            );
-            let eval = CachedEval {
-                q: out.q[i],
-                d: out.d[i],
-                m: out.m[i],
-                priors: probabilities,
-            };
-            self.expand_and_back_up(&leaf.path, &leaf.legal, &eval);
-            self.cache.insert(leaf.key, eval);
-        }
-        Ok(())
-    }
-
-    /// Walks from the root to a leaf by PUCT, playing the moves on `self.root` and adding a
-    /// virtual loss to every node on the way.
-    fn descend(&mut self) -> Vec<u32> {
-        let mut path = vec![ROOT];
-        let mut index = ROOT;
-        self.tree.node_mut(ROOT).in_flight += 1;
-        loop {
-            let node = self.tree.node(index);
-            if node.terminal.is_some() || !node.expanded || node.children.is_empty() {
-                return path;
-            }
-            index = self.select_child(index);
-            let child = self.tree.node_mut(index);
-            child.in_flight += 1;
-            let m = child.mv.expect("children have moves");
-            self.root.play(m);
-            path.push(index);
-        }
-    }
-
-    /// The child maximising Q + U, with in-flight playouts counted as losses.
-    fn select_child(&self, index: u32) -> u32 {
-        let parent = self.tree.node(index);
-        let parent_n = f64::from(parent.visits + parent.in_flight);
-        let p = &self.params;
-        let cpuct = f64::from(p.cpuct)
-            + f64::from(p.cpuct_factor)
-                * ((parent_n + f64::from(p.cpuct_base)) / f64::from(p.cpuct_base)).ln();
-        let children = self.tree.children(index);
-        let visited_policy: f64 = children
-            .clone()
-            .map(|c| self.tree.node(c))
-            .filter(|c| c.visits > 0)
-            .map(|c| f64::from(c.prior))
-            .sum();
-        // The parent's value for the side to move there (its own is for the other side).
-        let parent_q = -parent.q();
-        let fpu = parent_q - f64::from(p.fpu_reduction) * visited_policy.sqrt();
-        let sqrt_n = parent_n.max(1.0).sqrt();
-        let score = |c: u32| {
-            let child = self.tree.node(c);
-            let n = f64::from(child.visits + child.in_flight);
-            let q = if n == 0.0 {
-                fpu
-            } else {
-                (child.value_sum - f64::from(child.in_flight)) / n
-            };
-            q + cpuct * f64::from(child.prior) * sqrt_n / (1.0 + n)
+        let start = Instant::now();
+        let threads = self.threads();
+        let cap = self.minibatch();
+        let in_flight = cap.saturating_mul(threads);
+        let plan = batch_plan(&limits, &self.params, start, cap, in_flight);
+        let params = &self.params;
+        let context = Context {
+            backend: &*self.backend,
+            params: &self.params,
+            fill: self.fill,
+            root: &self.root,
+            root_moves: &limits.searchmoves,
+            state: Mutex::new(TreeState {
+                tree: &mut self.tree,
+                cache: &mut self.cache,
+                stats: SearchStats::default(),
+                first_playout_at: None,
+                finished: false,
+            }),
+            backed_up: Condvar::new(),
+            stop,
         };
-        children
-            .max_by(|&a, &b| score(a).total_cmp(&score(b)))
-            .expect("select_child is called on expanded nodes with children")
-    }
-
-    /// Scores a leaf at once where possible (game over, cached, or already pending), or
-    /// prepares it for the backend.
-    fn leaf_outcome(&mut self, leaf: u32, path: &[u32]) -> LeafOutcome {
-        let node = self.tree.node(leaf);
-        if let Some(value) = node.terminal {
-            self.tree.back_up(path, value);
-            return LeafOutcome::Done;
-        }
-        if node.in_flight > 1 {
-            // Another playout of this batch already waits on this leaf.
-            self.tree.cancel(path);
-            return LeafOutcome::Collision;
-        }
-        // The root is searched even where the rules would end the game (a draw claimable
-        // by repetition or the fifty-move rule): the engine still has to name a move.
-        let terminal = if path.len() > 1 {
-            terminal_value(&self.root)
-        } else {
-            None
-        };
-        if let Some(value) = terminal {
-            self.tree.node_mut(leaf).terminal = Some(value);
-            self.tree.back_up(path, value);
-            return LeafOutcome::Done;
-        }
-        let encoded = encode_position(&self.root, self.backend.input_format(), self.fill);
-        let current = self.root.last();
-        let legal = entry_moves_with_indices(current, encoded.transform);
-        let key = NnCache::key(&encoded.planes, current.key);
-        if let Some(eval) = self.cache.get(key).cloned() {
-            self.expand_and_back_up(path, &legal, &eval);
-            return LeafOutcome::Done;
-        }
-        LeafOutcome::Pending(Box::new(PendingLeaf {
-            path: path.to_vec(),
-            planes: encoded.planes,
-            key,
-            legal,
-        }))
-    }
-
-    fn expand_and_back_up(&mut self, path: &[u32], legal: &[(Move, usize)], eval: &CachedEval) {
-        let leaf = *path.last().expect("a path holds the root");
-        let moves = legal
-            .iter()
-            .zip(&eval.priors)
-            .map(|((m, _), &p)| (*m, p))
-            .collect();
-        self.tree.expand(leaf, moves);
-        // The network's Q is for the side to move at the leaf; the leaf stores the mover's.
-        self.tree.back_up(path, -eval.q);
-    }
-
-    fn info(&self, stats: &DepthStats, elapsed: Duration) -> SearchInfo {
-        let pv = self.tree.principal_variation(ROOT);
-        let best = self.tree.best_child(ROOT).map(|c| self.tree.node(c));
-        let q = best.map_or(-self.tree.node(ROOT).q(), |b| b.q()) as f32;
-        let mate = best.filter(|b| b.terminal == Some(1.0)).map(|_| 1);
-        SearchInfo {
-            depth: stats.mean_depth(),
-            seldepth: stats.max_depth,
-            nodes: stats.playouts,
-            elapsed,
-            q,
-            mate,
-            pv,
-            chess960: self.params.chess960,
-        }
+        let outcome = std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads)
+                .map(|_| scope.spawn(|| context.run_thread(&plan, &mut || {})))
+                .collect();
+            let mut report = || {
+                let info = {
+                    let state = context.lock();
+                    info(&state, params, &limits.searchmoves, start.elapsed())
+                };
+                on_batch(&info);
+            };
+            let mine = context.run_thread(&plan, &mut report);
+            helpers
+                .into_iter()
+                .map(|h| h.join().unwrap_or(Err(SearchError::ThreadFailed)))
+                .fold(mine, Result::and)
+        });
+        outcome?;
+        let state = context.lock();
+        let info = info(&state, params, &limits.searchmoves, start.elapsed());
+        let best = info.pv.first().copied().ok_or(SearchError::GameOver)?;
+        Ok(SearchResult {
+            best_move: best,
+            tree_full: tree_full(state.tree, in_flight, self.params.max_tree_nodes),
+            info,
+        })
     }
 }
 
-enum LeafOutcome {
-    Done,
-    Collision,
-    Pending(Box<PendingLeaf>),
-}
-
-#[derive(Default)]
-struct DepthStats {
-    playouts: u64,
-    depth_sum: u64,
-    samples: u64,
-    max_depth: u32,
-}
-
-impl DepthStats {
-    fn record(&mut self, depth: u32) {
-        self.depth_sum += u64::from(depth);
-        self.samples += 1;
-        self.max_depth = self.max_depth.max(depth);
-    }
-
-    fn mean_depth(&self) -> u32 {
-        if self.samples == 0 {
-            0
-        } else {
-            ((self.depth_sum as f64 / self.samples as f64).round() as u32).max(1)
+/// What each search thread asks before a batch: how many playouts to gather (at most `cap`,
+/// within the node limit), or `None` once a limit is reached (never before the root has a
+/// move to name).
+fn batch_plan<'a>(
+    limits: &'a Limits,
+    params: &'a SearchParams,
+    start: Instant,
+    cap: usize,
+    in_flight: usize,
+) -> impl Fn(&mut TreeState) -> Option<usize> + Sync + 'a {
+    move |state: &mut TreeState| {
+        let remaining = limits.nodes.map(|n| n.saturating_sub(state.stats.playouts));
+        let has_move = state.tree.node(ROOT).expanded;
+        let limit_reached = remaining == Some(0)
+            || worker::past(start, limits.time)
+            || limits.depth.is_some_and(|d| state.stats.mean_depth() >= d)
+            || limits
+                .mate
+                .is_some_and(|n| mate_found(state.tree, &limits.searchmoves, n))
+            || tree_full(state.tree, in_flight, params.max_tree_nodes)
+            || settled(state, limits, start, params.smart_pruning_factor);
+        if has_move && limit_reached {
+            return None;
         }
+        let remaining = remaining.filter(|_| has_move);
+        Some(remaining.map_or(cap, |r| cap.min(r.try_into().unwrap_or(usize::MAX))))
+    }
+}
+
+/// Whether the best root move is a proven mate in at most `moves` moves.
+fn mate_found(tree: &Tree, root_moves: &[Move], moves: u32) -> bool {
+    let best = root_ranking(tree, root_moves)
+        .first()
+        .map(|&c| pv_line(tree, c));
+    best.and_then(|line| line.mate)
+        .is_some_and(|m| m > 0 && m.unsigned_abs() <= moves)
+}
+
+/// Whether the leaves in flight (a batch on each search thread) could take the tree past
+/// `max_nodes` (each leaf adds at most 218 children, the most legal moves a chess position
+/// has).
+fn tree_full(tree: &Tree, in_flight: usize, max_nodes: usize) -> bool {
+    let worst = in_flight.saturating_mul(218);
+    tree.nodes.len().saturating_add(worst) > max_nodes
+}
+
+/// Whether smart pruning ends a search with a limit, as lc0's does: one move to choose from,
+/// at most one move not proven lost, a proven win, or a best move that the playouts left
+/// cannot overtake.
+fn settled(state: &mut TreeState, limits: &Limits, start: Instant, factor: f32) -> bool {
+    let limited = limits.nodes.is_some() || limits.time.is_some() || limits.depth.is_some();
+    if factor <= 0.0 || !limited || !state.tree.node(ROOT).expanded {
+        return false;
+    }
+    let tree = &*state.tree;
+    let edges = root_ranking(tree, &limits.searchmoves);
+    let proof = |c: u32| tree.node(c).proof.map(|p| p.value);
+    let not_lost = edges.iter().filter(|&&c| proof(c) != Some(-1)).count();
+    let win_found = edges.first().is_some_and(|&c| proof(c) == Some(1));
+    if not_lost <= 1 || win_found {
+        return true;
+    }
+    let edge_visits: Vec<u32> = edges.iter().map(|&c| tree.node(c).visits).collect();
+    if state.stats.playouts == 0 {
+        return false;
+    }
+    let first = *state.first_playout_at.get_or_insert(start.elapsed());
+    let elapsed = start.elapsed();
+    time::best_move_is_settled(
+        time::PruningInput {
+            edge_visits: &edge_visits,
+            playouts: state.stats.playouts,
+            since_first_eval: elapsed.saturating_sub(first),
+            time_left: limits.time.map(|t| t.saturating_sub(elapsed)),
+            playouts_left: limits.nodes.map(|n| n.saturating_sub(state.stats.playouts)),
+        },
+        factor,
+    )
+}
+
+fn info(
+    state: &TreeState,
+    params: &SearchParams,
+    root_moves: &[Move],
+    elapsed: Duration,
+) -> SearchInfo {
+    let tree = &*state.tree;
+    let ranked = root_ranking(tree, root_moves);
+    let lines: Vec<PvLine> = ranked
+        .iter()
+        .take(params.multipv.max(1))
+        .map(|&c| pv_line(tree, c))
+        .collect();
+    let (q, mate, pv) = lines
+        .first()
+        .map_or((-tree.node(ROOT).q() as f32, None, Vec::new()), |l| {
+            (l.q, l.mate, l.pv.clone())
+        });
+    SearchInfo {
+        depth: state.stats.mean_depth(),
+        seldepth: state.stats.max_depth,
+        nodes: state.stats.playouts,
+        elapsed,
+        q,
+        mate,
+        pv,
+        lines,
+        hashfull: state.cache.fill_per_mille(),
+        chess960: params.chess960,
+        collisions: state.stats.collisions,
+        batches: state.stats.batches,
+        evaluated: state.stats.evaluated,
+    }
+}
+
+/// The root's children among `root_moves` (all where empty), best first.
+fn root_ranking(tree: &Tree, root_moves: &[Move]) -> Vec<u32> {
+    let mut ranked = tree.ranked_children(ROOT);
+    if !root_moves.is_empty() {
+        ranked.retain(|&c| tree.node(c).mv.is_some_and(|m| root_moves.contains(&m)));
+    }
+    ranked
+}
+
+/// The line under the root's child `child`.
+fn pv_line(tree: &Tree, child: u32) -> PvLine {
+    let node = tree.node(child);
+    let mut pv: Vec<Move> = node.mv.into_iter().collect();
+    pv.extend(tree.principal_variation(child));
+    let q = node.proof.map_or(node.q() as f32, |p| p.value());
+    let d = match node.proof {
+        Some(p) => f32::from(u8::from(p.value == 0)),
+        None => node.draw,
+    };
+    // Plies from the root to the game end: one more than from the child.
+    let mate = node.proof.and_then(|p| {
+        let plies = i32::from(p.plies) + 1;
+        match p.value {
+            1 => Some((plies + 1) / 2),
+            -1 => Some(-(plies / 2)),
+            _ => None,
+        }
+    });
+    PvLine {
+        pv,
+        visits: node.visits,
+        q,
+        wdl: [(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0],
+        mate,
+        move_number: child - tree.children(ROOT).start + 1,
     }
 }
 

@@ -5,6 +5,32 @@ use std::ops::Range;
 
 use shakmaty::Move;
 
+/// A game result known for certain, for the player who made the move into the node: at a
+/// game end (`plies` 0), or proven from the children (lc0's certainty propagation, lite): a
+/// node with a child that wins for the side to move there is lost for its mover; one whose
+/// children are all proven is worth the best of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proof {
+    /// +1 a win, 0 a draw, −1 a loss.
+    pub value: i8,
+    /// Plies to the game end with best play (the winner hurrying, the loser delaying).
+    pub plies: u16,
+}
+
+impl Proof {
+    pub fn value(self) -> f32 {
+        f32::from(self.value)
+    }
+
+    /// The proof of a parent whose side to move can reach `self` (a child) in one ply.
+    fn through_parent(self) -> Proof {
+        Proof {
+            value: -self.value,
+            plies: self.plies.saturating_add(1),
+        }
+    }
+}
+
 /// One position of the tree, reached by `mv` from its parent.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -15,13 +41,15 @@ pub struct Node {
     pub visits: u32,
     /// Sum of backed-up values for the player who made `mv` (+1 win, −1 loss).
     pub value_sum: f64,
+    /// Mean of the backed-up draw probabilities.
+    pub draw: f32,
     /// Playouts on their way through this node, not yet backed up (virtual loss).
     pub in_flight: u32,
     /// The children, once expanded.
     pub children: Range<u32>,
     pub expanded: bool,
-    /// The game result here for the player who made `mv`, when the game is over.
-    pub terminal: Option<f32>,
+    /// The result here, when it is certain (see [`Proof`]).
+    pub proof: Option<Proof>,
 }
 
 impl Node {
@@ -31,10 +59,11 @@ impl Node {
             prior,
             visits: 0,
             value_sum: 0.0,
+            draw: 0.0,
             in_flight: 0,
             children: 0..0,
             expanded: false,
-            terminal: None,
+            proof: None,
         }
     }
 
@@ -90,15 +119,51 @@ impl Tree {
     }
 
     /// Adds one playout through `path` (root first) and takes its virtual loss back: `value`
-    /// is for the player who moved into the last node, and flips sign at each level up.
-    pub fn back_up(&mut self, path: &[u32], mut value: f32) {
+    /// is for the player who moved into the last node, and flips sign at each level up;
+    /// `draw` is the draw probability, the same for both sides.
+    pub fn back_up(&mut self, path: &[u32], mut value: f32, draw: f32) {
         for &index in path.iter().rev() {
             let node = self.node_mut(index);
             node.visits += 1;
             node.value_sum += f64::from(value);
+            node.draw += (draw - node.draw) / node.visits as f32;
             node.in_flight -= 1;
             value = -value;
         }
+    }
+
+    /// After the last node of `path` got a proof: proves its ancestors where their children
+    /// now decide them, up to (not including) the root, which is always searched on.
+    pub fn propagate_proof(&mut self, path: &[u32]) {
+        for &index in path.iter().rev().skip(1) {
+            if index == ROOT {
+                return;
+            }
+            let proof = self.proof_from_children(index);
+            if proof.is_none() || proof == self.node(index).proof {
+                return;
+            }
+            self.node_mut(index).proof = proof;
+        }
+    }
+
+    /// What the children of `index` prove about it: a loss for its mover if a child wins for
+    /// the side to move (the fastest such win), else, when every child is proven, the best
+    /// result among them (a draw, or a loss delayed the longest).
+    fn proof_from_children(&self, index: u32) -> Option<Proof> {
+        let mut best: Option<Proof> = None;
+        let mut all_proven = true;
+        for child in self.children(index) {
+            let Some(p) = self.node(child).proof else {
+                all_proven = false;
+                continue;
+            };
+            if best.is_none_or(|b| proof_order(p, b).is_gt()) {
+                best = Some(p);
+            }
+        }
+        let best = best?;
+        (best.value == 1 || all_proven).then(|| best.through_parent())
     }
 
     /// Takes back the virtual loss of a playout that will not be evaluated.
@@ -108,15 +173,32 @@ impl Tree {
         }
     }
 
-    /// The child of `index` with the most visits (ties: the better value, then the prior).
+    /// The children of `index`, best first: proven wins (the fastest first), then by visits
+    /// (ties: the better value, then the prior), proven losses last (the slowest first), as
+    /// lc0 orders them.
+    pub fn ranked_children(&self, index: u32) -> Vec<u32> {
+        let mut children: Vec<u32> = self.children(index).collect();
+        children.sort_by(|&a, &b| self.child_order(b, a));
+        children
+    }
+
+    /// The best child of `index` (see [`Tree::ranked_children`]).
     pub fn best_child(&self, index: u32) -> Option<u32> {
-        self.children(index).max_by(|&a, &b| {
-            let (a, b) = (self.node(a), self.node(b));
-            a.visits
-                .cmp(&b.visits)
-                .then(a.q().total_cmp(&b.q()))
-                .then(a.prior.total_cmp(&b.prior))
-        })
+        self.children(index).max_by(|&a, &b| self.child_order(a, b))
+    }
+
+    fn child_order(&self, a: u32, b: u32) -> std::cmp::Ordering {
+        let (a, b) = (self.node(a), self.node(b));
+        let rank = |n: &Node| match n.proof {
+            Some(p) if p.value == 1 => (2, -i32::from(p.plies)),
+            Some(p) if p.value == -1 => (0, i32::from(p.plies)),
+            _ => (1, 0),
+        };
+        rank(a)
+            .cmp(&rank(b))
+            .then(a.visits.cmp(&b.visits))
+            .then(a.q().total_cmp(&b.q()))
+            .then(a.prior.total_cmp(&b.prior))
     }
 
     /// The principal variation from `index`: most-visited children while they have visits.
@@ -133,10 +215,12 @@ impl Tree {
         pv
     }
 
-    /// The subtree under `index` as a tree of its own (for reuse after a move).
+    /// The subtree under `index` as a tree of its own (for reuse after a move). Its root is
+    /// searched on whatever was proven about it (it needs a move).
     pub fn subtree(&self, index: u32) -> Tree {
         let mut nodes = vec![self.node(index).clone()];
         nodes[0].mv = None;
+        nodes[0].proof = None;
         let mut next = 0;
         while next < nodes.len() {
             let old = nodes[next].children.clone();
@@ -155,6 +239,15 @@ impl Tree {
     }
 }
 
+/// Which of two proofs the side choosing between them prefers: a higher value; among wins
+/// the faster, among losses the slower.
+fn proof_order(a: Proof, b: Proof) -> std::cmp::Ordering {
+    a.value.cmp(&b.value).then(match a.value {
+        1 => b.plies.cmp(&a.plies),
+        _ => a.plies.cmp(&b.plies),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +256,40 @@ mod tests {
     fn nodes_stay_small() {
         // SearchParams::max_tree_nodes is documented in terms of this size.
         assert!(size_of::<Node>() <= 48, "{} bytes", size_of::<Node>());
+    }
+
+    #[test]
+    fn proofs_rise_from_the_children() {
+        let moves: Vec<Move> = shakmaty::Position::legal_moves(&shakmaty::Chess::default())
+            .into_iter()
+            .collect();
+        let mut tree = Tree::default();
+        tree.expand(ROOT, vec![(moves[0], 0.6), (moves[1], 0.4)]);
+        let (a, b) = (1, 2);
+        tree.expand(a, vec![(moves[2], 0.5), (moves[3], 0.5)]);
+        tree.expand(b, vec![(moves[4], 0.5), (moves[5], 0.5)]);
+        let proof = |value, plies| Some(Proof { value, plies });
+        // A reply to `a` wins for its mover: `a` is lost for ours, one ply further.
+        tree.node_mut(3).proof = proof(1, 0);
+        tree.propagate_proof(&[ROOT, a, 3]);
+        assert_eq!(tree.node(a).proof, proof(-1, 1));
+        // One reply to `b` proven lost for its mover says nothing while the other is open...
+        tree.node_mut(5).proof = proof(-1, 1);
+        tree.propagate_proof(&[ROOT, b, 5]);
+        assert_eq!(tree.node(b).proof, None);
+        // ...and with both lost, `b` wins, the loser choosing the longer loss.
+        tree.node_mut(6).proof = proof(-1, 3);
+        tree.propagate_proof(&[ROOT, b, 6]);
+        assert_eq!(tree.node(b).proof, proof(1, 4));
+        // The root is never proven; its ranking puts the win first and the loss last.
+        assert_eq!(tree.node(ROOT).proof, None);
+        tree.node_mut(a).visits = 50;
+        assert_eq!(tree.ranked_children(ROOT), [b, a]);
+        // A draw among lost moves is the best choice.
+        tree.node_mut(5).proof = proof(0, 0);
+        tree.node_mut(b).proof = None;
+        tree.propagate_proof(&[ROOT, b, 5]);
+        assert_eq!(tree.node(b).proof, proof(0, 1));
     }
 
     #[test]
