@@ -155,7 +155,7 @@ fn gzip_damage(base: &Base, rng: &mut ChaCha8Rng) -> (Vec<u8>, String) {
         ),
         _ => {
             let junk: Vec<u8> = (0..rng.random_range(0..4096))
-                .map(|_| rng.random())
+                .map(|_| rng.random::<u8>())
                 .collect();
             gz.extend_from_slice(&[0x1f, 0x8b, 0x08, 0]);
             gz.extend_from_slice(&junk);
