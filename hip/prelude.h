@@ -1,5 +1,5 @@
 // lc0rs portability prelude: the same kernel source compiles under NVRTC (CUDA), hipRTC and
-// hipcc (AMD, wave32 RDNA and wave64 CDNA). Facts: gpu-apis.md §2.4–2.6.
+// hipcc (AMD, wave32 RDNA and wave64 CDNA). Facts: docs/gpu-apis.md §2.3–2.5.
 #if defined(LC0RS_HIP_CPU)
   // The emulator (backend hip-emu): HIP-CPU on the host, compiled by g++ with WARP_SIZE given
   // (HIP-CPU defines no AMDGCN/GFX macro). What HIP-CPU lacks or does differently lives here.

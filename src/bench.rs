@@ -1,5 +1,5 @@
 //! `lc0rs backendbench`: lc0's backend benchmark, its procedure and its CSV output
-//! (lc0-network.md §6.4). The position (default the start position, history fill
+//! (docs/lc0-format.md §6). The position (default the start position, history fill
 //! `fen_only`) is repeated to fill each batch.
 
 use std::sync::Mutex;

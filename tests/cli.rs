@@ -38,7 +38,7 @@ fn t82_gen_net_and_info_report_the_t82_shape() {
     assert_eq!(info["heads"], 24);
     assert_eq!(info["dff"], 1024);
     assert_eq!(info["parameters"], 94_632_236);
-    // lc0-network.md §5, per position: 15 encoders of 286,785,536 MACs, embedding 8,650,752,
+    // docs/lc0-format.md §5, per position: 15 encoders of 286,785,536 MACs, embedding 8,650,752,
     // policy 116,391,936, value 1,835,392 and moves-left 458,880 MACs; 2 FLOP per MAC.
     let macs: u64 = 15 * 286_785_536 + 8_650_752 + 116_391_936 + 1_835_392 + 458_880;
     assert_eq!(info["flops_per_position"], 2 * macs);

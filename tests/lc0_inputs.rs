@@ -1,4 +1,4 @@
-//! lc0's input rules (lc0-network.md §2.3) against planes derived by hand from the rules as
+//! lc0's input rules (docs/lc0-format.md §2.3) against planes derived by hand from the rules as
 //! written: the en-passant flag, FENs lc0 evaluates that strict validation would refuse,
 //! per-colour castling rooks, the synthesized board of history fill `no`; then random games,
 //! where a position reached by moves and the same position given as a FEN must encode alike.

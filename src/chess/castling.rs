@@ -1,7 +1,7 @@
 //! Castling rights as lc0 keeps them (v0.31.2 `ChessBoard::Castlings`): for each colour and
 //! side, whether the right is held and the file of its rook. lc0 keeps separate rook files for
 //! white and black, so a Chess960 position may castle with different files per colour, and the
-//! castling planes of formats ≥ 2 mark each colour's own rook squares (lc0-network.md §2.2).
+//! castling planes of formats ≥ 2 mark each colour's own rook squares (docs/lc0-format.md §2.2).
 //!
 //! These rights are what the network sees. They are kept apart from shakmaty's castling state
 //! because lc0 accepts rights shakmaty cannot play (a king off its back rank, a Shredder letter

@@ -1,5 +1,5 @@
 //! The 112 input planes of a position with its history, for every lc0 input format
-//! (lc0-network.md §2), and the canonicalising transform chosen for it.
+//! (docs/lc0-format.md §2), and the canonicalising transform chosen for it.
 
 use shakmaty::{CastlingSide, Color, Role};
 

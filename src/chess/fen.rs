@@ -1,4 +1,4 @@
-//! FEN as lc0 v0.31.2 reads it (`ChessBoard::SetFromFen`, lc0-network.md §2.3): lc0 evaluates
+//! FEN as lc0 v0.31.2 reads it (`ChessBoard::SetFromFen`, docs/lc0-format.md §2.3): lc0 evaluates
 //! every FEN it can parse, without checking material, checks, castling rooks or the side of the
 //! en-passant square. This reader accepts the same FENs and refuses what lc0 refuses, naming the
 //! field; it also refuses a side without a king or with two (lc0 would encode a king on a1, or

@@ -1,7 +1,7 @@
 //! Chess for the network: positions with their history (rules from shakmaty, FENs, castling
 //! rights and en-passant flags as lc0 reads and keeps them), the 112 input planes in every lc0
 //! input format, the canonicalising board transforms, and the move ↔ policy-index maps
-//! (lc0-network.md §2).
+//! (docs/lc0-format.md §2).
 
 pub mod castling;
 pub mod conv_policy_map;

@@ -1,4 +1,4 @@
-//! lc0's policy index space, derived from its rules (lc0-network.md §2.5, §3.2, §3.4), not
+//! lc0's policy index space, derived from its rules (docs/lc0-format.md §2.5, §3.2, §3.4), not
 //! pasted: the 1858 moves, the attention head's 4288 → 1858 map, and the 64×64 positional
 //! encoding of PE_MAP networks.
 

@@ -1,5 +1,5 @@
 //! lc0's canonicalising transforms of the board: flip files, mirror ranks, and transpose across
-//! the a8–h1 anti-diagonal, applied in that order (lc0-network.md §2.4).
+//! the a8–h1 anti-diagonal, applied in that order (docs/lc0-format.md §2.4).
 
 /// A set of the three transforms, as lc0's bit set (Flip = 1, Mirror = 2, Transpose = 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

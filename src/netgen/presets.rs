@@ -1,4 +1,4 @@
-//! Architectures `gen-net` can write. `t82` is exactly T82's shape (lc0-network.md §4);
+//! Architectures `gen-net` can write. `t82` is exactly T82's shape (docs/lc0-format.md §4);
 //! `bt4` is BT4's published shape; `tiny` and `tiny-dense` keep every feature at a size that
 //! tests run in milliseconds.
 

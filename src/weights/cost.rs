@@ -1,4 +1,4 @@
-//! Parameter and FLOP counts of a network, as in lc0-network.md §5 (1 MAC = 2 FLOP; softmax,
+//! Parameter and FLOP counts of a network, as in docs/lc0-format.md §5 (1 MAC = 2 FLOP; softmax,
 //! LayerNorm and activations are not counted).
 
 use super::network::{Dense, LayerNorm, Network};

@@ -1,4 +1,4 @@
-//! lc0's load-time format fix-ups (`FixOlderWeightsFile`, lc0-network.md §1.3), applied to the
+//! lc0's load-time format fix-ups (`FixOlderWeightsFile`, docs/lc0-format.md §1.3), applied to the
 //! decoded message before any code path is chosen.
 
 use super::proto::network_format::{

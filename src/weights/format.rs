@@ -56,7 +56,7 @@ impl InputFormat {
     }
 }
 
-/// An elementwise activation function (lc0-network.md §3.1).
+/// An elementwise activation function (docs/lc0-format.md §3.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Activation {

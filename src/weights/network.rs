@@ -41,7 +41,7 @@ pub struct Smolgen {
     pub ln2: LayerNorm,
 }
 
-/// One encoder layer (lc0-network.md §3.3).
+/// One encoder layer (docs/lc0-format.md §3.3).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EncoderLayer {
     pub q: Dense,
@@ -82,7 +82,7 @@ pub struct Embedding {
     pub pe_dense: Option<DenseEmbeddingParts>,
 }
 
-/// The attention policy head (lc0-network.md §3.4).
+/// The attention policy head (docs/lc0-format.md §3.4).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyHead {
     /// `ip_pol`: `[Ep][E]`, followed by the default activation.
@@ -127,7 +127,7 @@ pub struct SmolgenDims {
     pub gen_size: usize,
 }
 
-/// Every dimension, derived from the data as lc0 derives it (lc0-network.md §3.6).
+/// Every dimension, derived from the data as lc0 derives it (docs/lc0-format.md §3.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Dims {
     pub embedding: usize,

@@ -1,7 +1,7 @@
 //! From the decoded message to a validated [`TowerNetwork`]: reads lc0's residual-tower layout
 //! (input convolution, residual blocks with optional squeeze-excitation, convolutional heads),
 //! derives every size from the data as lc0 does and folds batch norm into each convolution
-//! with lc0's epsilon (lc0-network.md §1.2, `Weights.ConvBlock`).
+//! with lc0's epsilon (docs/lc0-format.md §1.2, `Weights.ConvBlock`).
 
 use super::assemble::{LoadOptions, Reader, SQUARES, join, top_level_policy};
 use super::error::WeightsError;

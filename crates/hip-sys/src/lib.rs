@@ -2,7 +2,7 @@
 //! builds and tests on machines without ROCm. Layered like cudarc: [`sys`] holds the raw types
 //! and function pointers, [`result`] turns every call into a `Result`, [`safe`] owns resources;
 //! [`comgr`] lists the ISAs the code object manager hipRTC compiles through knows.
-//! Facts (sonames, signatures, values): `shared/docs/gpu-apis.md` Part 1.
+//! Facts (sonames, signatures, values): `docs/gpu-apis.md`.
 
 pub mod comgr;
 pub mod loader;

@@ -225,7 +225,7 @@ pub fn open_companion(path: &Path) -> Result<Library, LoadError> {
 /// Resolves `name` in `lib` as a function pointer of type `T` (shared with rocblas-sys and
 /// hipblaslt-sys).
 pub fn symbol<T: Copy>(lib: &Library, library: &Path, name: &'static str) -> Result<T, LoadError> {
-    // SAFETY: the caller names a symbol whose C signature is `T` (sys.rs, gpu-apis.md §7);
+    // SAFETY: the caller names a symbol whose C signature is `T` (sys.rs, docs/gpu-apis.md §6);
     // libloading adds the terminating NUL.
     unsafe { lib.get::<T>(name.as_bytes()) }
         .map(|s| *s)

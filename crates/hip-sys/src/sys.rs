@@ -1,4 +1,4 @@
-//! Raw HIP and hipRTC types and the function pointers lc0rs uses (gpu-apis.md §1.3, §2.1, §7).
+//! Raw HIP and hipRTC types and the function pointers lc0rs uses (docs/gpu-apis.md §1.3, §2.1, §6).
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
@@ -24,7 +24,7 @@ pub const HIP_DEVICE_ATTRIBUTE_WARP_SIZE: c_int = 87;
 pub type GetDeviceProperties = unsafe extern "C" fn(*mut c_void, c_int) -> HipErrorCode;
 /// A buffer larger than every `hipDeviceProp_t` layout (792 bytes R0000, 1472 bytes R0600).
 pub const DEVICE_PROPERTIES_BUFFER_BYTES: usize = 4096;
-/// Where `gcnArchName` lies in `hipDeviceProp_tR0600` (ROCm 6.0–7.x, gpu-apis.md §1.5).
+/// Where `gcnArchName` lies in `hipDeviceProp_tR0600` (ROCm 6.0–7.x, docs/gpu-apis.md §1.5).
 pub const GCN_ARCH_NAME_OFFSET_R0600: usize = 1160;
 /// Where `gcnArchName` lies in `hipDeviceProp_tR0000` (ROCm 5.x, and the unversioned symbol on 6/7).
 pub const GCN_ARCH_NAME_OFFSET_R0000: usize = 396;

@@ -67,7 +67,7 @@ pub fn matmul_desc_create(
 /// Sets a descriptor attribute to the bytes of `value` (its C type per the attribute).
 ///
 /// # Safety
-/// `desc` is live and `T` is the attribute's C type (gpu-apis.md §4.4).
+/// `desc` is live and `T` is the attribute's C type (docs/gpu-apis.md §4.4).
 pub unsafe fn matmul_desc_set<T: Copy>(
     lib: &HipblasLt,
     desc: MatmulDesc,

@@ -65,7 +65,7 @@ impl Desc {
     /// Sets `attribute` to `value`.
     ///
     /// # Safety
-    /// `T` is the attribute's C type (gpu-apis.md §4.4); a pointer value must stay valid while
+    /// `T` is the attribute's C type (docs/gpu-apis.md §4.4); a pointer value must stay valid while
     /// the descriptor is used.
     pub unsafe fn set<T: Copy>(&self, attribute: c_int, value: T) -> Result<(), HipblasLtError> {
         // SAFETY: as the caller promises; the descriptor is live.

@@ -1,5 +1,5 @@
 //! The raw layer: the FFI-critical structs, the enum values of the `hipDataType` scheme (ROCm 6.0 → 7.x) and the
-//! functions lc0rs calls (gpu-apis.md §4). ROCm 5.5–5.7 shipped the same soname with a different
+//! functions lc0rs calls (docs/gpu-apis.md §4). ROCm 5.5–5.7 shipped the same soname with a different
 //! enum scheme and struct sizes, so those releases are refused rather than misread.
 //!
 //! These constants are *not* cuBLASLt's (its attribute numbers differ); keep the tables apart.

@@ -1,4 +1,4 @@
-//! The raw layer: types, enum values, the functions lc0rs calls (gpu-apis.md §3, §7) and
+//! The raw layer: types, enum values, the functions lc0rs calls (docs/gpu-apis.md §3, §6) and
 //! loading them. Values are identical in ROCm 5.2 → 7.x unless noted.
 
 use std::ffi::{c_char, c_int, c_void};

@@ -1,4 +1,4 @@
-//! The f32 forward pass of an attention-body network (lc0-network.md §3), batch at a time.
+//! The f32 forward pass of an attention-body network (docs/lc0-format.md §3), batch at a time.
 //! Activations are token-major `[batch][64][channels]`.
 
 use std::time::Instant;

@@ -72,7 +72,7 @@ pub fn parallelism() -> gemm::Parallelism {
     }
 }
 
-/// lc0's activation functions (lc0-network.md §3.1).
+/// lc0's activation functions (docs/lc0-format.md §3.1).
 pub fn activate(activation: Activation, x: f32) -> f32 {
     match activation {
         Activation::Identity => x,

@@ -143,7 +143,7 @@ impl CudaDevice {
             )));
         }
         let ctx = CudaContext::new(ordinal).map_err(library_error("cuCtxCreate"))?;
-        // Graph capture needs cudarc's per-buffer event tracking off (gpu-apis.md Part 2 §6).
+        // Graph capture needs cudarc's per-buffer event tracking off (docs/gpu-apis.md §5.2).
         // SAFETY: called before any allocation. Each lane's work goes to its own stream; the
         // buffers lanes share (the weights) are written once, before any lane reads them.
         unsafe { ctx.disable_event_tracking() };

@@ -1,6 +1,6 @@
 //! Compiling `hip/` with NVRTC. NVRTC has no built-in `cuda_fp16.h`: the include directory is
 //! taken from `$CUDA_HOME`/`$CUDA_PATH`, `/usr/local/cuda`, or a pip `nvidia` package
-//! (gpu-apis.md Part 2 §4).
+//! (docs/gpu-apis.md §2.2).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

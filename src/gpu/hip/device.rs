@@ -29,7 +29,7 @@ use crate::gpu::{
     KernelArg, Launch, Linear, kernels,
 };
 
-/// rocBLAS' workspace, set once so that no GEMM allocates during graph capture (gpu-apis.md §3.2).
+/// rocBLAS' workspace, set once so that no GEMM allocates during graph capture (docs/gpu-apis.md §3.2).
 const ROCBLAS_WORKSPACE_BYTES: usize = 32 << 20;
 
 // Kernel arguments are passed as 8-byte slots whose first bytes hold the value.

@@ -1,5 +1,5 @@
 //! From the decoded `pblczero.Net` to a validated [`Network`]: resolves the formats, derives
-//! every dimension from the data as lc0 does (lc0-network.md §3.6) and checks each layer's
+//! every dimension from the data as lc0 does (docs/lc0-format.md §3.6) and checks each layer's
 //! length against its derived shape, naming the field on any mismatch. One file per job:
 //! `format` (what the file declares), `reader` (tensor primitives), then one per layer kind
 //! (`embedding`, `encoder`, `heads`), as lc0's loader reads them.
