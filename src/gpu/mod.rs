@@ -41,10 +41,10 @@ pub enum GpuError {
     },
     /// A HIP runtime or hipRTC call (the error names the call).
     #[error(transparent)]
-    Hip(#[from] hip_sys::HipError),
+    Hip(#[from] ::hip::HipError),
     /// A comgr call (the error names the call).
     #[error(transparent)]
-    Comgr(#[from] hip_sys::comgr::ComgrError),
+    Comgr(#[from] ::hip::comgr::ComgrError),
     /// A file step of `call` (on `path`) that failed; the I/O error is kept as the source.
     #[error("{call}: {path}: {source}")]
     Io {
@@ -55,10 +55,10 @@ pub enum GpuError {
     },
     /// A rocBLAS call (the error names the call).
     #[error(transparent)]
-    Rocblas(#[from] rocblas_sys::result::RocblasError),
+    Rocblas(#[from] ::rocblas::result::RocblasError),
     /// A hipBLASLt call (the error names the call).
     #[error(transparent)]
-    HipblasLt(#[from] hipblaslt_sys::result::HipblasLtError),
+    HipblasLt(#[from] ::hipblaslt::result::HipblasLtError),
     #[error("compiling kernels for {arch} failed:\n{log}")]
     Compile { arch: String, log: String },
     #[error("unknown kernel {0:?}")]
@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn rocm_errors_are_kept_as_they_are() {
-        let hip = hip_sys::HipError {
+        let hip = ::hip::HipError {
             call: "hipMalloc",
             code: 2,
             message: "out of memory".to_owned(),

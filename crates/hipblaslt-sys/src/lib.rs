@@ -1,9 +1,7 @@
-//! hipBLASLt, loaded at run time beside the HIP runtime of the same ROCm install (6.0 and newer).
-//! Layered like cudarc: [`sys`] (structs, constants, function pointers, loading), [`result`]
-//! (each call a `Result` naming the status), [`safe`] (owned handle, descriptors, layouts).
+//! The raw hipBLASLt bindings, loaded at run time beside the HIP runtime of the same ROCm install
+//! (6.0 and newer): structs, constants, function pointers and loading only. Checked calls and
+//! owned descriptors are the `hipblaslt` crate.
 
-pub mod result;
-pub mod safe;
 pub mod sys;
 
 pub use sys::*;

@@ -4,11 +4,11 @@
 //! libraries check them and against the live buffers, so that a mapping bug fails here as it
 //! would on a GPU.
 
-use half::f16;
-use hipblaslt_sys::{
+use ::hipblaslt::{
     EPILOGUE_BIAS, EPILOGUE_DEFAULT, EPILOGUE_RELU, EPILOGUE_RELU_BIAS, EPILOGUE_SWISH_BIAS_EXT,
     EPILOGUE_SWISH_EXT,
 };
+use half::f16;
 
 use super::memory::Allocations;
 use crate::gpu::gemm::{ColumnMajorGemm, MatrixLayout};

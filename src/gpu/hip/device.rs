@@ -8,17 +8,17 @@ use std::ffi::c_void;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use hip_sys::Hip;
-use hip_sys::result::{self as hip, version_text};
-use hip_sys::safe::{self as owned, DeviceMemory, Event, Function, Module, PinnedMemory, Stream};
-use hip_sys::sys::{
+use ::hip::Hip;
+use ::hip::result::{self as hip, version_text};
+use ::hip::safe::{self as owned, DeviceMemory, Event, Function, Module, PinnedMemory, Stream};
+use ::hip::sys::{
     HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, HIP_DEVICE_ATTRIBUTE_WARP_SIZE,
     MEMCPY_DEVICE_TO_HOST, MEMCPY_HOST_TO_DEVICE,
 };
-use hipblaslt_sys::HipblasLt;
-use rocblas_sys::Rocblas;
-use rocblas_sys::result::HalfGemm;
-use rocblas_sys::safe::Handle as RocblasHandle;
+use ::hipblaslt::HipblasLt;
+use ::rocblas::Rocblas;
+use ::rocblas::result::HalfGemm;
+use ::rocblas::safe::Handle as RocblasHandle;
 
 use super::lt::LtCache;
 use crate::gpu::events::EventLog;

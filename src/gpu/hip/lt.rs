@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use hip_sys::Hip;
-use hip_sys::safe::{DeviceMemory, Event, Stream};
-use hipblaslt_sys::result::{self as lt, Matmul};
-use hipblaslt_sys::safe::{Desc, Handle, Layout};
-use hipblaslt_sys::{
+use ::hip::Hip;
+use ::hip::safe::{DeviceMemory, Event, Stream};
+use ::hipblaslt::result::{self as lt, Matmul};
+use ::hipblaslt::safe::{Desc, Handle, Layout};
+use ::hipblaslt::{
     COMPUTE_32F, DESC_BIAS_DATA_TYPE, DESC_BIAS_POINTER, DESC_EPILOGUE, DESC_TRANSA, DESC_TRANSB,
     EPILOGUE_BIAS, EPILOGUE_DEFAULT, EPILOGUE_RELU, EPILOGUE_RELU_BIAS, EPILOGUE_SWISH_BIAS_EXT,
     EPILOGUE_SWISH_EXT, HIP_R_16F, HIP_R_32F, HipblasLt, MatmulAlgo, OP_N, OP_T,
@@ -60,14 +60,14 @@ impl LtCache {
     pub fn new(hip: &Arc<Hip>, lib: &Arc<HipblasLt>, stream: &Arc<Stream>) -> GpuResult<Self> {
         let handle = Handle::new(lib)?;
         let version = handle.version()?;
-        hipblaslt_sys::check_version(version)
+        ::hipblaslt::check_version(version)
             .map_err(|why| GpuError::Unsupported(format!("{}: {why}", lib.library.display())))?;
         Ok(Self {
             plans: HashMap::new(),
             library: Library {
                 handle,
                 workspace: DeviceMemory::alloc(hip, WORKSPACE_BYTES)?,
-                swish: hipblaslt_sys::has_swish_bias_epilogue(version),
+                swish: ::hipblaslt::has_swish_bias_epilogue(version),
                 stream: stream.clone(),
                 hip: hip.clone(),
             },

@@ -8,16 +8,16 @@ pub(crate) mod lt;
 
 use std::path::{Path, PathBuf};
 
-use hip_sys::comgr::Comgr;
-use hip_sys::result::{
+use ::hip::comgr::Comgr;
+use ::hip::result::{
     arch_name, device_attribute, device_count as device_count_of, device_name, runtime_version,
     version_text,
 };
-use hip_sys::safe::{compile, rtc_version};
-use hip_sys::sys::{HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, HIP_DEVICE_ATTRIBUTE_WARP_SIZE};
-use hip_sys::{Hip, LoadError};
-use hipblaslt_sys::HipblasLt;
-use rocblas_sys::Rocblas;
+use ::hip::safe::{compile, rtc_version};
+use ::hip::sys::{HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, HIP_DEVICE_ATTRIBUTE_WARP_SIZE};
+use ::hip::{Hip, LoadError};
+use ::hipblaslt::HipblasLt;
+use ::rocblas::Rocblas;
 
 use super::{GpuError, kernels};
 

@@ -2,8 +2,8 @@
 
 use std::ffi::{CStr, c_int, c_void};
 
-use crate::loader::Hip;
-use crate::sys::{
+use hip_sys::Hip;
+use hip_sys::sys::{
     CAPTURE_MODE_THREAD_LOCAL, CAPTURE_STATUS_NONE, DEVICE_PROPERTIES_BUFFER_BYTES, EVENT_DEFAULT,
     GCN_ARCH_NAME_OFFSET_R0000, GCN_ARCH_NAME_OFFSET_R0600, HIP_ERROR_NO_DEVICE, HIP_SUCCESS,
     HOST_MALLOC_DEFAULT, HipErrorCode, HipEvent, HipFunction, HipGraph, HipGraphExec, HipModule,

@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, c_void};
 
-use crate::sys::{
+use rocblas_sys::{
     DATATYPE_F16_R, DATATYPE_F32_R, GEMM_ALGO_STANDARD, OPERATION_NONE, OPERATION_TRANSPOSE,
     POINTER_MODE_HOST, Rocblas, RocblasHandle, RocblasStatus, STATUS_SUCCESS,
 };

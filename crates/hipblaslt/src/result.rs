@@ -2,7 +2,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use crate::sys::{
+use hipblaslt_sys::{
     HeuristicResult, HipblasLt, HipblasLtHandle, HipblasStatus, MatmulAlgo, MatmulDesc,
     MatmulPreference, MatrixLayout, PREF_MAX_WORKSPACE_BYTES, STATUS_SUCCESS, status_name,
 };
@@ -176,7 +176,7 @@ pub unsafe fn algo_get_heuristic(
     match status {
         Ok(()) => {}
         // "No algorithm" comes back as NOT_SUPPORTED on some releases, as count 0 on others.
-        Err(e) if e.status == crate::sys::STATUS_NOT_SUPPORTED => return Ok(Vec::new()),
+        Err(e) if e.status == hipblaslt_sys::STATUS_NOT_SUPPORTED => return Ok(Vec::new()),
         Err(e) => return Err(e),
     }
     results.truncate(count.clamp(0, wanted as c_int) as usize);

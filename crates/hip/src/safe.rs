@@ -5,9 +5,9 @@
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::sync::Arc;
 
-use crate::loader::Hip;
 use crate::result::{self, HipError, static_text};
-use crate::sys::{
+use hip_sys::Hip;
+use hip_sys::sys::{
     HIPRTC_SUCCESS, HipEvent, HipFunction, HipGraph, HipGraphExec, HipModule, HipStream,
     HiprtcProgram, HiprtcResult,
 };

@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use crate::result::{self, HalfGemm, RocblasError};
-use crate::sys::{Rocblas, RocblasHandle};
+use rocblas_sys::{Rocblas, RocblasHandle};
 
 /// A rocBLAS handle bound to one stream and one workspace, destroyed when dropped.
 pub struct Handle {

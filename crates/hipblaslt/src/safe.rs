@@ -4,7 +4,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use crate::result::{self, HipblasLtError};
-use crate::sys::{HipblasLt, HipblasLtHandle, MatmulDesc, MatrixLayout};
+use hipblaslt_sys::{HipblasLt, HipblasLtHandle, MatmulDesc, MatrixLayout};
 
 /// A hipBLASLt handle, destroyed when dropped (which synchronises the device on ROCm 7).
 pub struct Handle {
