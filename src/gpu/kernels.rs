@@ -155,17 +155,59 @@ pub struct AttentionLaunch {
     pub heads_per_block: Option<i32>,
 }
 
+/// An attention kernel: one per supported head depth, portable or on NVIDIA tensor cores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionKernel {
+    name: &'static str,
+    tensor_cores: bool,
+}
+
+impl AttentionKernel {
+    /// The kernel for a head depth, if one exists: the tensor-core one or the portable one.
+    pub fn for_depth(depth: usize, tensor_cores: bool) -> Option<Self> {
+        let name = match (depth, tensor_cores) {
+            (16, false) => "attention_d16",
+            (32, false) => "attention_d32",
+            (64, false) => "attention_d64",
+            (16, true) => "attention_mma_d16",
+            (32, true) => "attention_mma_d32",
+            (64, true) => "attention_mma_d64",
+            _ => return None,
+        };
+        Some(Self { name, tensor_cores })
+    }
+
+    /// The kernel's entry point in `hip/attention.hip`.
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// Whether this is the tensor-core kernel.
+    pub fn uses_tensor_cores(self) -> bool {
+        self.tensor_cores
+    }
+
+    /// The block size the kernel is written for.
+    pub fn threads(self) -> u32 {
+        if self.tensor_cores {
+            MMA_ATTENTION_THREADS
+        } else {
+            ATTENTION_THREADS
+        }
+    }
+}
+
 /// One block per (head, position) for the portable kernels. The tensor-core kernels take several
 /// heads per block where that still gives every multiprocessor a block (measured on the H200:
 /// 4 heads per block is faster from batch 64 up, 1 head per block at batch 1: 7.3 → 3.0 µs).
 pub fn attention_launch(
-    kernel: &str,
+    kernel: AttentionKernel,
     heads: usize,
     batch: usize,
     multiprocessors: usize,
 ) -> AttentionLaunch {
     let grouped = batch * heads.div_ceil(MMA_MAX_HEADS_PER_BLOCK) >= multiprocessors;
-    let heads_per_block = match (kernel.starts_with("attention_mma_"), grouped) {
+    let heads_per_block = match (kernel.uses_tensor_cores(), grouped) {
         (false, _) => None,
         (true, true) => Some(MMA_MAX_HEADS_PER_BLOCK),
         (true, false) => Some(1),
@@ -177,33 +219,11 @@ pub fn attention_launch(
                 batch as u32,
                 1,
             ],
-            block: [attention_threads(kernel), 1, 1],
+            block: [kernel.threads(), 1, 1],
             shared_bytes: 0,
         },
         heads_per_block: heads_per_block.map(|h| h as i32),
     }
-}
-
-/// The block size an attention kernel is written for.
-pub fn attention_threads(kernel: &str) -> u32 {
-    if kernel.starts_with("attention_mma_") {
-        MMA_ATTENTION_THREADS
-    } else {
-        ATTENTION_THREADS
-    }
-}
-
-/// The attention kernel for a head depth, if one exists: the tensor-core one or the portable one.
-pub fn attention_kernel(depth: usize, tensor_cores: bool) -> Option<&'static str> {
-    Some(match (depth, tensor_cores) {
-        (16, false) => "attention_d16",
-        (32, false) => "attention_d32",
-        (64, false) => "attention_d64",
-        (16, true) => "attention_mma_d16",
-        (32, true) => "attention_mma_d32",
-        (64, true) => "attention_mma_d64",
-        _ => return None,
-    })
 }
 
 /// The activation code of `hip/prelude.h`.
@@ -253,6 +273,26 @@ mod tests {
         assert!(ci.contains(&format!("kernel_files=\"{order}\"")), "{order}");
     }
 
+    fn kernel(depth: usize, tensor_cores: bool) -> AttentionKernel {
+        AttentionKernel::for_depth(depth, tensor_cores).unwrap()
+    }
+
+    #[test]
+    fn attention_kernels_exist_for_the_depths_the_source_has() {
+        for depth in [16, 32, 64] {
+            for tensor_cores in [false, true] {
+                let name = kernel(depth, tensor_cores).name();
+                let listed = KERNEL_NAMES.contains(&name) || CUDA_ONLY_KERNEL_NAMES.contains(&name);
+                assert!(listed, "{name} is not a listed kernel");
+                assert!(
+                    source().contains(&format!(" {name}(")),
+                    "{name} is not in the source"
+                );
+            }
+        }
+        assert_eq!(AttentionKernel::for_depth(48, false), None);
+    }
+
     #[test]
     fn attention_threads_match_the_kernel() {
         assert!(source().contains(&format!("#define ATTENTION_THREADS {ATTENTION_THREADS}\n")));
@@ -260,25 +300,23 @@ mod tests {
             "#define MMA_ATTENTION_THREADS {MMA_ATTENTION_THREADS}\n"
         )));
         // T82 on an H200 (132 SMs): 4 heads per block from 22 positions (132 blocks), 1 below.
-        let big = attention_launch("attention_mma_d32", 24, 22, 132);
+        let big = attention_launch(kernel(32, true), 24, 22, 132);
         assert_eq!(
             (big.launch.grid, big.heads_per_block),
             ([6, 22, 1], Some(4))
         );
         assert_eq!(big.launch.block, [MMA_ATTENTION_THREADS, 1, 1]);
-        let small = attention_launch("attention_mma_d32", 24, 21, 132);
+        let small = attention_launch(kernel(32, true), 24, 21, 132);
         assert_eq!(
             (small.launch.grid, small.heads_per_block),
             ([24, 21, 1], Some(1))
         );
         // A head count that does not divide: the last block takes the rest.
         assert_eq!(
-            attention_launch("attention_mma_d16", 6, 4096, 2)
-                .launch
-                .grid,
+            attention_launch(kernel(16, true), 6, 4096, 2).launch.grid,
             [2, 4096, 1]
         );
-        let portable = attention_launch("attention_d32", 24, 1024, 132);
+        let portable = attention_launch(kernel(32, false), 24, 1024, 132);
         assert_eq!(
             (portable.launch.grid, portable.heads_per_block),
             ([24, 1024, 1], None)

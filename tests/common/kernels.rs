@@ -3,7 +3,7 @@
 //! computes it. Outputs are poisoned (fp16 NaN) before every launch.
 
 use half::f16;
-use lc0rs::gpu::kernels::{activation_code, attention_kernel};
+use lc0rs::gpu::kernels::{AttentionKernel, activation_code};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, KernelArg, Launch};
 use lc0rs::weights::format::Activation;
 
@@ -94,7 +94,7 @@ fn check_attention_launch(
 ) {
     let d_model = heads * depth;
     let rows = batch * 64;
-    let kernel = attention_kernel(depth, tensor_cores).unwrap();
+    let kernel = AttentionKernel::for_depth(depth, tensor_cores).unwrap();
     let how = lc0rs::gpu::kernels::attention_launch(kernel, heads, batch, multiprocessors);
     let ctx = poisoned(device, rows * d_model);
     let mut args = vec![
@@ -104,7 +104,7 @@ fn check_attention_launch(
         KernelArg::I32(heads as i32),
     ];
     args.extend(how.heads_per_block.map(KernelArg::I32));
-    device.launch(kernel, how.launch, &args).unwrap();
+    device.launch(kernel.name(), how.launch, &args).unwrap();
     let got = download(device, &ctx, rows * d_model);
     let mut worst = 0.0f64;
     for b in 0..batch {

@@ -6,7 +6,9 @@ use super::{Buffers, Shapes};
 use crate::backend::gpu::ops::{
     Cost, HALF, IoBuffers, Ops, ROW_THREADS, SQUARES, finish_value, linear_cost, pass_cost,
 };
-use crate::gpu::kernels::{activation_code, attention_launch, layer_norm_warp_kernel};
+use crate::gpu::kernels::{
+    AttentionKernel, activation_code, attention_launch, layer_norm_warp_kernel,
+};
 use crate::gpu::{DevicePtr, GpuResult, KernelArg, Launch};
 use crate::weights::format::{Activation, NetFormat};
 
@@ -29,7 +31,7 @@ pub struct Forward<'a> {
     pub io: &'a IoBuffers,
     pub alpha: f32,
     /// The attention kernel (tensor-core or portable) for the head depth.
-    pub attention: &'static str,
+    pub attention: AttentionKernel,
 }
 
 impl Forward<'_> {
@@ -334,7 +336,9 @@ impl Forward<'_> {
                     KernelArg::I32(s.heads as i32),
                 ];
                 args.extend(how.heads_per_block.map(KernelArg::I32));
-                self.ops.device.launch(self.attention, how.launch, &args)
+                self.ops
+                    .device
+                    .launch(self.attention.name(), how.launch, &args)
             },
         )?;
         self.op("out proj", l, linear_cost(&layer.out, rows), || {

@@ -8,7 +8,7 @@ pub mod weights;
 use super::ops::{HALF, IoBuffers, Ops, SQUARES};
 use super::pass::NetworkPass;
 use super::policy::{PolicyBuffers, PolicyGpu};
-use crate::gpu::kernels::attention_kernel;
+use crate::gpu::kernels::AttentionKernel;
 use crate::gpu::{GpuBuffer, GpuDevice, GpuError, GpuResult};
 use crate::weights::format::NetFormat;
 use crate::weights::network::Network;
@@ -70,7 +70,7 @@ impl Shapes {
                 self.d_model, self.embedding
             )));
         }
-        if attention_kernel(self.depth, false).is_none() {
+        if AttentionKernel::for_depth(self.depth, false).is_none() {
             return Err(GpuError::Unsupported(format!(
                 "head depth {} (the attention kernel has 16, 32 and 64)",
                 self.depth
@@ -182,7 +182,7 @@ pub struct AttentionPass {
     shapes: Shapes,
     alpha: f32,
     /// The attention kernel (tensor-core or portable) for the head depth.
-    attention: &'static str,
+    attention: AttentionKernel,
 }
 
 impl AttentionPass {
@@ -195,9 +195,9 @@ impl AttentionPass {
     ) -> GpuResult<Self> {
         let shapes = Shapes::of(network);
         shapes.check_supported()?;
-        let portable = attention_kernel(shapes.depth, false).expect("checked above");
-        let attention = match attention_kernel(shapes.depth, true) {
-            Some(fast) if tensor_core_attention && device.has_kernel(fast) => fast,
+        let portable = AttentionKernel::for_depth(shapes.depth, false).expect("checked above");
+        let attention = match AttentionKernel::for_depth(shapes.depth, true) {
+            Some(fast) if tensor_core_attention && device.has_kernel(fast.name()) => fast,
             _ => portable,
         };
         Ok(Self {
