@@ -6,7 +6,7 @@
 mod common;
 
 use common::naive_tower::{move_keys, naive_forward};
-use common::tower::{TowerSpec, raw_tower, to_net};
+use common::tower::{SMALL_SE_TOWER, TowerSpec, raw_tower, to_net};
 use lc0rs::backend::create_backend;
 use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
 use lc0rs::weights::format::InputFormat;
@@ -61,15 +61,10 @@ fn compare(spec: TowerSpec, structure: NetworkStructure, seed: u64) {
     }
 }
 
+/// The GPU tests' small SE tower with ReLU.
 const SE: TowerSpec = TowerSpec {
-    filters: 8,
-    blocks: 2,
-    se_channels: Some(4),
-    policy: PolicyFormat::PolicyConvolution,
-    wdl: true,
-    moves_left: true,
     mish: false,
-    old_batch_norm: false,
+    ..SMALL_SE_TOWER
 };
 
 #[test]
