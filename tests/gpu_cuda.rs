@@ -17,7 +17,7 @@ use lc0rs::selftest::{encode_all, random_histories};
 use lc0rs::weights::format::Activation;
 
 fn device() -> CudaDevice {
-    CudaDevice::new(0).unwrap_or_else(|e| panic!("no usable CUDA device: {e}"))
+    CudaDevice::new(0, true).unwrap_or_else(|e| panic!("no usable CUDA device: {e}"))
 }
 
 #[test]

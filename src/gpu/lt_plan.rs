@@ -130,15 +130,17 @@ pub struct Plan<Desc, Layout, Algo> {
 }
 
 /// The plan for a descriptor and layouts, given the heuristic's `candidates`; `None` when it
-/// offered none. `run(desc, layouts, algo)` runs the GEMM once (for timing).
+/// offered none. `run(desc, layouts, algo)` runs the GEMM once (for timing). Without
+/// `time_candidates` (the stream captures a graph, where timing would enqueue into the graph,
+/// or `gemm_timing=false` was asked for) the heuristic's first candidate is taken.
 pub fn plan_with<D, L, A: Copy, S: Stopwatch>(
     (desc, layouts, fused): (D, [L; 3], Fused),
     candidates: &[A],
-    capturing: bool,
+    time_candidates: bool,
     clock: &S,
     mut run: impl FnMut(&D, &[L; 3], A) -> GpuResult<()>,
 ) -> GpuResult<Option<Plan<D, L, A>>> {
-    let chosen = choose(candidates, capturing, clock, |algo| {
+    let chosen = choose(candidates, time_candidates, clock, |algo| {
         run(&desc, &layouts, algo)
     })?;
     Ok(chosen.map(|algo| Plan {
@@ -149,17 +151,17 @@ pub fn plan_with<D, L, A: Copy, S: Stopwatch>(
     }))
 }
 
-/// The algorithm a plan runs with: `None` when the heuristic offered none, the first while
-/// the stream captures a graph (timing would enqueue into the graph), else the fastest.
+/// The algorithm a plan runs with: `None` when the heuristic offered none, the first when
+/// candidates are not to be timed, else the fastest.
 fn choose<A: Copy, S: Stopwatch>(
     candidates: &[A],
-    capturing: bool,
+    time_candidates: bool,
     clock: &S,
     run: impl FnMut(A) -> GpuResult<()>,
 ) -> GpuResult<Option<A>> {
     match candidates.first() {
         None => Ok(None),
-        Some(&first) if capturing => Ok(Some(first)),
+        Some(&first) if !time_candidates => Ok(Some(first)),
         Some(_) => fastest(candidates, clock, run).map(Some),
     }
 }
@@ -275,9 +277,10 @@ mod tests {
         assert_eq!(best, 1);
         assert_eq!(runs, [1 + TIMED_RUNS, 1 + TIMED_RUNS, 1 + TIMED_RUNS, 0]);
         assert!(fastest::<usize, _>(&[], &clock, |_| Ok(())).is_err());
-        // While capturing, nothing runs: the heuristic's first candidate is taken.
-        let never = |_: usize| -> GpuResult<()> { unreachable!("no timing while capturing") };
-        assert_eq!(choose(&[2usize, 1], true, &clock, never).unwrap(), Some(2));
-        assert_eq!(choose::<usize, _>(&[], false, &clock, never).unwrap(), None);
+        // Untimed (capturing, or gemm_timing=false), nothing runs: the heuristic's first
+        // candidate is taken.
+        let never = |_: usize| -> GpuResult<()> { unreachable!("no timing asked for") };
+        assert_eq!(choose(&[2usize, 1], false, &clock, never).unwrap(), Some(2));
+        assert_eq!(choose::<usize, _>(&[], true, &clock, never).unwrap(), None);
     }
 }

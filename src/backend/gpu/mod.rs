@@ -50,6 +50,11 @@ pub struct GpuOptions {
     /// (`poison=true`): a validation mode in which any value read before the pass wrote it
     /// makes the outputs NaN, so `selftest` fails.
     pub poison: bool,
+    /// Pick each Lt GEMM's algorithm by timing the library heuristic's best candidates on the
+    /// real buffers (`gemm_timing=true`, the default), or take the heuristic's first
+    /// (`gemm_timing=false`: a faster start, and far fewer distinct library kernels for
+    /// compute-sanitizer to instrument).
+    pub gemm_timing: bool,
 }
 
 impl GpuOptions {
@@ -106,6 +111,7 @@ impl GpuOptions {
             graph: options.get::<bool>(backend, "graph")?.unwrap_or(true),
             profile: options.get::<bool>(backend, "profile")?.unwrap_or(false),
             poison: options.get::<bool>(backend, "poison")?.unwrap_or(false),
+            gemm_timing: options.get::<bool>(backend, "gemm_timing")?.unwrap_or(true),
             lanes,
             tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref() {
                 None | Some("mma") => true,
@@ -128,8 +134,11 @@ pub fn create_cuda(
     network: Model,
     options: &BackendOptions,
 ) -> Result<Box<dyn Backend>, BackendError> {
-    create_on(name, network, options, |ordinal| {
-        Ok(Arc::new(crate::gpu::cuda::CudaDevice::new(ordinal)?))
+    create_on(name, network, options, |o| {
+        Ok(Arc::new(crate::gpu::cuda::CudaDevice::new(
+            o.gpu,
+            o.gemm_timing,
+        )?))
     })
 }
 
@@ -140,8 +149,11 @@ pub fn create_rocm(
     network: Model,
     options: &BackendOptions,
 ) -> Result<Box<dyn Backend>, BackendError> {
-    create_on(name, network, options, |ordinal| {
-        Ok(Arc::new(crate::gpu::hip::device::HipDevice::new(ordinal)?))
+    create_on(name, network, options, |o| {
+        Ok(Arc::new(crate::gpu::hip::device::HipDevice::new(
+            o.gpu,
+            o.gemm_timing,
+        )?))
     })
 }
 
@@ -174,20 +186,20 @@ pub fn create_hip_emu(
     })
 }
 
-/// A GPU backend called `name` on the device `open` gives for the `gpu` option's ordinal,
-/// running `network`'s pass.
+/// A GPU backend called `name` on the device `open` gives for the options (the `gpu`
+/// option's ordinal, `gemm_timing`), running `network`'s pass.
 fn create_on(
     name: &str,
     mut network: Model,
     options: &BackendOptions,
-    open: impl FnOnce(usize) -> GpuResult<Arc<dyn GpuDevice>>,
+    open: impl FnOnce(&GpuOptions) -> GpuResult<Arc<dyn GpuDevice>>,
 ) -> Result<Box<dyn Backend>, BackendError> {
     let gpu_options = GpuOptions::take(name, options, &mut network)?;
     let gpu_error = |error: GpuError| BackendError::Gpu {
         backend: name.to_owned(),
         error,
     };
-    let device = open(gpu_options.gpu).map_err(gpu_error)?;
+    let device = open(&gpu_options).map_err(gpu_error)?;
     let tensor_cores = gpu_options.tensor_core_attention;
     Ok(match network {
         Model::Attention(network) => Box::new(

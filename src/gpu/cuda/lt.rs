@@ -37,10 +37,16 @@ struct Library {
     workspace_address: u64,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    /// Time the heuristic's candidates on the real buffers (`gemm_timing`), or take its first.
+    time_candidates: bool,
 }
 
 impl LtCache {
-    pub fn new(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>) -> GpuResult<Self> {
+    pub fn new(
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        time_candidates: bool,
+    ) -> GpuResult<Self> {
         // Zeroed once: cuBLASLt's split-K kernels write partial sums here and its reduction
         // kernel reads them, and compute-sanitizer's initcheck sees neither library write, so
         // uninitialised scratch would make every split-K GEMM a false report.
@@ -56,6 +62,7 @@ impl LtCache {
                 workspace_address,
                 ctx: ctx.clone(),
                 stream: stream.clone(),
+                time_candidates,
             },
         })
     }
@@ -152,7 +159,7 @@ impl Library {
             lt_plan::plan_with(
                 (desc, layouts, fused),
                 &candidates,
-                super::capture::is_capturing(&self.stream)?,
+                self.time_candidates && !super::capture::is_capturing(&self.stream)?,
                 self,
                 |desc, layouts, algo| self.matmul(desc, layouts, algo, op),
             )

@@ -116,6 +116,8 @@ pub struct CudaDevice {
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
     info: DeviceInfo,
+    /// Whether cuBLASLt's candidate algorithms are timed (see [`CudaDevice::new`]).
+    time_gemm_candidates: bool,
 }
 
 /// Uploads smaller than this go straight from pageable memory.
@@ -134,8 +136,9 @@ impl PinnedBuffer for PinnedHostSlice<u8> {
 
 impl CudaDevice {
     /// Opens GPU `ordinal`, compiles the kernels for its architecture and sets up cuBLAS and
-    /// cuBLASLt.
-    pub fn new(ordinal: usize) -> GpuResult<Self> {
+    /// cuBLASLt, which picks each GEMM's algorithm by timing the heuristic's candidates when
+    /// `time_gemm_candidates` is set, else takes the heuristic's first.
+    pub fn new(ordinal: usize, time_gemm_candidates: bool) -> GpuResult<Self> {
         let count = device_count()?;
         if ordinal >= count {
             return Err(GpuError::NoDevice(format!(
@@ -172,7 +175,7 @@ impl CudaDevice {
             warp_size: 32,
             runtime: format!("CUDA driver {}", driver_version()?),
         };
-        Self::with_stream(ctx, functions, info)
+        Self::with_stream(ctx, functions, info, time_gemm_candidates)
     }
 
     /// The state of one stream on an opened GPU: the stream, cuBLAS and cuBLASLt handles bound
@@ -182,17 +185,19 @@ impl CudaDevice {
         ctx: Arc<CudaContext>,
         functions: HashMap<&'static str, CudaFunction>,
         info: DeviceInfo,
+        time_gemm_candidates: bool,
     ) -> GpuResult<Self> {
         let stream = ctx.new_stream().map_err(library_error("cuStreamCreate"))?;
         Ok(Self {
             blas: Mutex::new(blas::Blas::new(&stream)?),
-            lt: Mutex::new(lt::LtCache::new(&ctx, &stream)?),
+            lt: Mutex::new(lt::LtCache::new(&ctx, &stream, time_gemm_candidates)?),
             events: EventLog::default(),
             staging: Staging::default(),
             functions,
             stream,
             ctx,
             info,
+            time_gemm_candidates,
         })
     }
 
@@ -347,6 +352,7 @@ impl GpuDevice for CudaDevice {
             self.ctx.clone(),
             self.functions.clone(),
             self.info.clone(),
+            self.time_gemm_candidates,
         )?))
     }
 

@@ -28,7 +28,7 @@ pub fn report() -> Vec<String> {
 
 /// One GPU in words: name, arch, memory, SMs and runtime, or why it is unusable.
 fn describe_gpu(ordinal: usize) -> String {
-    match CudaDevice::new(ordinal) {
+    match CudaDevice::new(ordinal, true) {
         Ok(device) => {
             let info = device.info();
             format!(

@@ -73,12 +73,16 @@ pub struct HipDevice {
     hip: Arc<Hip>,
     ordinal: usize,
     info: DeviceInfo,
+    /// Whether hipBLASLt's candidate algorithms are timed (see [`HipDevice::new`]).
+    time_gemm_candidates: bool,
 }
 
 impl HipDevice {
     /// Opens AMD GPU `ordinal`: compiles the kernels for its arch with hipRTC, loads them, and
-    /// sets up rocBLAS (required) and hipBLASLt (where the release has it).
-    pub fn new(ordinal: usize) -> GpuResult<Self> {
+    /// sets up rocBLAS (required) and hipBLASLt (where the release has it), which picks each
+    /// GEMM's algorithm by timing the heuristic's candidates when `time_gemm_candidates` is
+    /// set, else takes the heuristic's first.
+    pub fn new(ordinal: usize, time_gemm_candidates: bool) -> GpuResult<Self> {
         let hip = Arc::new(Hip::load()?);
         let count = hip::device_count(&hip).map_err(GpuError::Hip)?;
         if ordinal >= count {
@@ -95,7 +99,7 @@ impl HipDevice {
             .iter()
             .map(|&name| Ok((name, module.function(name).map_err(GpuError::Hip)?)))
             .collect::<GpuResult<HashMap<_, _>>>()?;
-        Self::with_stream(hip, ordinal, info, module, functions)
+        Self::with_stream(hip, ordinal, info, module, functions, time_gemm_candidates)
     }
 
     /// The state of one stream on an opened GPU: the stream, the rocBLAS handle (and
@@ -107,6 +111,7 @@ impl HipDevice {
         info: DeviceInfo,
         module: Arc<Module>,
         functions: HashMap<&'static str, Function>,
+        time_gemm_candidates: bool,
     ) -> GpuResult<Self> {
         let stream = Arc::new(Stream::new(&hip).map_err(GpuError::Hip)?);
         let version = hip::runtime_version(&hip).map_err(GpuError::Hip)?;
@@ -119,8 +124,10 @@ impl HipDevice {
         // hipBLASLt is optional: a release without it, or a GPU it cannot serve, leaves gemm=blas.
         let lt = match HipblasLt::load(dir.as_deref(), version)
             .map_err(|e| e.to_string())
-            .and_then(|lib| LtCache::new(&hip, &Arc::new(lib), &stream).map_err(|e| e.to_string()))
-        {
+            .and_then(|lib| {
+                LtCache::new(&hip, &Arc::new(lib), &stream, time_gemm_candidates)
+                    .map_err(|e| e.to_string())
+            }) {
             Ok(cache) => Lt::Ready(Box::new(cache)),
             Err(why) => Lt::Missing(why),
         };
@@ -135,6 +142,7 @@ impl HipDevice {
             hip,
             ordinal,
             info,
+            time_gemm_candidates,
         })
     }
 
@@ -388,6 +396,7 @@ impl GpuDevice for HipDevice {
             self.info.clone(),
             self.module.clone(),
             self.functions.clone(),
+            self.time_gemm_candidates,
         )?))
     }
 

@@ -52,12 +52,19 @@ struct Library {
     swish: bool,
     stream: Arc<Stream>,
     hip: Arc<Hip>,
+    /// Time the heuristic's candidates on the real buffers (`gemm_timing`), or take its first.
+    time_candidates: bool,
 }
 
 impl LtCache {
     /// A handle and workspace on the current device for `stream`, once hipBLASLt's own version
     /// (whatever soname it came under) is one lc0rs reads.
-    pub fn new(hip: &Arc<Hip>, lib: &Arc<HipblasLt>, stream: &Arc<Stream>) -> GpuResult<Self> {
+    pub fn new(
+        hip: &Arc<Hip>,
+        lib: &Arc<HipblasLt>,
+        stream: &Arc<Stream>,
+        time_candidates: bool,
+    ) -> GpuResult<Self> {
         let handle = Handle::new(lib)?;
         let version = handle.version()?;
         ::hipblaslt::check_version(version)
@@ -70,6 +77,7 @@ impl LtCache {
                 swish: ::hipblaslt::has_swish_bias_epilogue(version),
                 stream: stream.clone(),
                 hip: hip.clone(),
+                time_candidates,
             },
         })
     }
@@ -158,7 +166,7 @@ impl Library {
             lt_plan::plan_with(
                 (desc, layouts, fused),
                 &algos,
-                self.stream.is_capturing()?,
+                self.time_candidates && !self.stream.is_capturing()?,
                 self,
                 |desc, layouts, algo| self.matmul(desc, layouts, &algo, op),
             )
