@@ -4,6 +4,7 @@
 //! the rules, and tree reuse between moves.
 
 pub mod cache;
+pub mod profile;
 pub mod stats;
 pub mod time;
 pub mod tree;
@@ -128,6 +129,8 @@ pub struct SearchInfo {
     /// Backend calls and the positions sent in them.
     pub batches: u64,
     pub evaluated: u64,
+    /// Where the search threads spent their time.
+    pub times: profile::PhaseTimes,
 }
 
 impl PvLine {
@@ -538,6 +541,7 @@ fn info(
         collisions: state.stats.collisions,
         batches: state.stats.batches,
         evaluated: state.stats.evaluated,
+        times: state.stats.profile.times(),
     }
 }
 

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use shakmaty::Move;
 
 use super::cache::{CachedEval, NnCache};
+use super::profile::{Phase, SearchProfile};
 use super::tree::{Node, Proof, ROOT, Tree};
 use super::{SearchError, SearchParams, terminal_value};
 use crate::backend::{Backend, legal_move_probabilities};
@@ -34,7 +35,7 @@ pub(super) struct TreeState<'a> {
 }
 
 /// Counters of one search.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct SearchStats {
     /// New playouts, counted when gathered (so a node limit is never exceeded).
     pub playouts: u64,
@@ -47,6 +48,7 @@ pub(super) struct SearchStats {
     depth_sum: u64,
     samples: u64,
     pub max_depth: u32,
+    pub profile: SearchProfile,
 }
 
 impl SearchStats {
@@ -90,6 +92,14 @@ impl<'a> Context<'a> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The lock, with the time spent waiting for it counted.
+    fn lock_counted(&self) -> MutexGuard<'_, TreeState<'a>> {
+        let start = Instant::now();
+        let mut state = self.lock();
+        state.stats.profile.add(Phase::LockWait, start.elapsed());
+        state
+    }
+
     /// One thread's loop: batches until `plan` says stop, another thread finished, or the
     /// backend fails; `after_batch` runs (without the lock) after each of this thread's
     /// back-ups.
@@ -100,14 +110,24 @@ impl<'a> Context<'a> {
     ) -> Result<(), SearchError> {
         let mut history = self.root.clone();
         loop {
-            let mut state = self.lock();
+            let mut state = self.lock_counted();
             let Some(size) = self.next_batch(&mut state, plan) else {
                 return Ok(());
             };
+            let start = Instant::now();
             let gathered = self.gather(&mut state, &mut history, size);
+            state.stats.profile.add(Phase::Gather, start.elapsed());
             if gathered.pending.is_empty() && gathered.answered == 0 {
                 // Everything collided with other threads' batches: wait for one of them.
-                let _ = self.backed_up.wait_timeout(state, COLLISION_WAIT);
+                let start = Instant::now();
+                let (mut state, _) = self
+                    .backed_up
+                    .wait_timeout(state, COLLISION_WAIT)
+                    .unwrap_or_else(|e| e.into_inner());
+                state
+                    .stats
+                    .profile
+                    .add(Phase::CollisionWait, start.elapsed());
                 continue;
             }
             drop(state);
@@ -138,8 +158,12 @@ impl<'a> Context<'a> {
     /// if the backend fails, takes their virtual loss back and ends the search.
     fn evaluate(&self, pending: Vec<PendingLeaf>) -> Result<(), SearchError> {
         let planes: Vec<InputPlanes> = pending.iter().map(|p| p.planes).collect();
+        let call_start = Instant::now();
         let output = self.backend.evaluate(&planes);
-        let mut state = self.lock();
+        let call_end = Instant::now();
+        let mut state = self.lock_counted();
+        state.stats.profile.add_call(call_start, call_end);
+        let back_up_start = Instant::now();
         let result = match output {
             Ok(output) => {
                 state.stats.batches += 1;
@@ -169,6 +193,10 @@ impl<'a> Context<'a> {
                 Err(e.into())
             }
         };
+        state
+            .stats
+            .profile
+            .add(Phase::BackUp, back_up_start.elapsed());
         drop(state);
         self.backed_up.notify_all();
         result

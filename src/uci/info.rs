@@ -149,6 +149,7 @@ mod tests {
             collisions: 0,
             batches: 0,
             evaluated: 0,
+            times: Default::default(),
         }
     }
 

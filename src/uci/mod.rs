@@ -539,12 +539,17 @@ fn root_moves(history: &PositionHistory, texts: &[String]) -> Result<Vec<Move>, 
         .collect()
 }
 
-/// The search's counters for the GUI's log: collisions and backend batches.
+/// The search's counters for the GUI's log: collisions, backend batches, and where the
+/// search threads spent their time.
 fn statistics_line(info: &SearchInfo) -> String {
     let mean = info.evaluated as f64 / info.batches.max(1) as f64;
     format!(
-        "info string {} playouts, {} collisions, {} backend batches of {mean:.1} positions on average",
-        info.nodes, info.collisions, info.batches
+        "info string {} playouts, {} collisions, {} backend batches of {mean:.1} positions on \
+         average; {}",
+        info.nodes,
+        info.collisions,
+        info.batches,
+        info.times.summary(info.elapsed)
     )
 }
 

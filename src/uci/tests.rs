@@ -215,6 +215,7 @@ fn centipawns_follow_lc0s_curve() {
         collisions: 0,
         batches: 0,
         evaluated: 0,
+        times: Default::default(),
     };
     assert_eq!(info(0.0).centipawns(), 0);
     // 90·tan(1.5637541897·0.5) = 90·0.99435… ≈ 89.5
