@@ -162,6 +162,18 @@ fn backend_matches_cpu_on_bundled_nets() {
     }
 }
 
+/// A batch of 17 runs padded to the prepared size 18 (the extra position's input planes
+/// empty): each position's outputs still match the cpu oracle, eager and from the graph.
+#[test]
+fn padded_batches_match_cpu() {
+    if emulated(64).is_none() {
+        return;
+    }
+    let net = "bundled:tiny";
+    let options = ["", "wave=32,gemm=blas,graph=false"];
+    check_backend_against_cpu_on("hip-emu", net, &bundled(net), &options, 17, &[17]);
+}
+
 /// Evaluation right after creation, from two threads on two lanes (docs/gpu-ordering.md: why
 /// the weight upload cannot race the first pass).
 #[test]

@@ -26,6 +26,8 @@ struct Counting {
     inner: Box<dyn Backend>,
     calls: AtomicUsize,
     largest: AtomicUsize,
+    /// The `prepare` calls seen: (max_batch, callers).
+    prepared: std::sync::Mutex<Vec<(usize, usize)>>,
 }
 
 impl Backend for Counting {
@@ -42,6 +44,10 @@ impl Backend for Counting {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.largest.fetch_max(batch.len(), Ordering::Relaxed);
         self.inner.evaluate(batch)
+    }
+    fn prepare(&self, max_batch: usize, callers: usize) -> Result<(), BackendError> {
+        self.prepared.lock().unwrap().push((max_batch, callers));
+        Ok(())
     }
 }
 
@@ -108,6 +114,7 @@ fn leaves_are_batched_and_best_moves_are_legal() {
         inner: cpu_backend(),
         calls: AtomicUsize::new(0),
         largest: AtomicUsize::new(0),
+        prepared: Default::default(),
     });
     let params = SearchParams {
         minibatch: 16,
@@ -490,11 +497,12 @@ fn multipv_and_searchmoves_shape_the_report() {
 }
 
 #[test]
-fn warming_up_runs_each_starting_batch_size_once() {
+fn warming_up_prepares_the_minibatch_for_every_thread_once() {
     let counting = Arc::new(Counting {
         inner: cpu_backend(),
         calls: AtomicUsize::new(0),
         largest: AtomicUsize::new(0),
+        prepared: Default::default(),
     });
     let params = SearchParams {
         threads: 3,
@@ -503,19 +511,19 @@ fn warming_up_runs_each_starting_batch_size_once() {
     };
     let mut search = Search::new(counting.clone(), params);
     search.warm_up().unwrap();
-    // A full minibatch per thread, then one position.
-    assert_eq!(counting.calls.load(Ordering::Relaxed), 4);
-    assert_eq!(counting.largest.load(Ordering::Relaxed), 12);
+    let prepared = || counting.prepared.lock().unwrap().clone();
+    assert_eq!(prepared(), [(12, 3)]);
     search.warm_up().unwrap();
-    assert_eq!(counting.calls.load(Ordering::Relaxed), 4, "done once");
+    assert_eq!(prepared(), [(12, 3)], "done once");
     search.set_params(SearchParams {
         minibatch: 20,
         ..params
     });
     search.warm_up().unwrap();
+    assert_eq!(prepared(), [(12, 3), (20, 3)], "again for a new minibatch");
     assert_eq!(
         counting.calls.load(Ordering::Relaxed),
-        8,
-        "again for a new minibatch"
+        0,
+        "nothing evaluated"
     );
 }

@@ -137,6 +137,12 @@ pub trait Backend: Send + Sync {
     }
     /// Forgets the profile so far (backendbench calls it after its warm-up).
     fn reset_profile(&self) {}
+    /// Does the one-time work (graph capture, GEMM algorithm choice) for every batch size of
+    /// at most `max_batch` positions that `callers` threads calling at once can meet, so that
+    /// no later call pays it. Nothing to do by default.
+    fn prepare(&self, _max_batch: usize, _callers: usize) -> Result<(), BackendError> {
+        Ok(())
+    }
     /// The residual stream (`[batch·64][E]`) after the embedding and after each encoder layer,
     /// for `selftest --layers`; `None` where a backend cannot expose it.
     fn layer_outputs(&self, _batch: &[InputPlanes]) -> Result<Option<Vec<Vec<f32>>>, BackendError> {

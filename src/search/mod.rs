@@ -242,29 +242,17 @@ impl Search {
         }
     }
 
-    /// Runs the backend once at the batch sizes a search starts with (the full minibatch on
-    /// every thread at once, then a single position), so that a GPU backend's one-time work
+    /// Has the backend prepare every batch size a search can send (up to the minibatch, from
+    /// each thread at once; see [`Backend::prepare`]), so that a GPU backend's one-time work
     /// per batch size and lane (graph capture, GEMM algorithm choice) is done before the first
     /// search rather than during it. Does nothing when already done for these threads and
-    /// minibatch. Batches cut short by collisions still meet new sizes mid-search.
+    /// minibatch.
     pub fn warm_up(&mut self) -> Result<(), SearchError> {
         let key = (self.threads(), self.minibatch());
         if self.warmed == Some(key) {
             return Ok(());
         }
-        let planes = encode_position(&self.root, self.backend.input_format(), self.fill).planes;
-        let full = vec![planes; key.1];
-        let backend = &*self.backend;
-        std::thread::scope(|scope| {
-            let calls: Vec<_> = (0..key.0)
-                .map(|_| scope.spawn(|| backend.evaluate(&full).map(drop)))
-                .collect();
-            calls.into_iter().try_for_each(|call| match call.join() {
-                Ok(result) => result.map_err(SearchError::from),
-                Err(_) => Err(SearchError::ThreadFailed),
-            })
-        })?;
-        self.backend.evaluate(&[planes])?;
+        self.backend.prepare(key.1, key.0)?;
         self.warmed = Some(key);
         Ok(())
     }

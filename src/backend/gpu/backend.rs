@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::GpuOptions;
-use super::lanes::LanePool;
+use super::lanes::{LanePool, Taken};
 use super::ops::{IoBuffers, Marker, OpEvents, Ops, upload_inputs};
 use super::pass::NetworkPass;
 use super::trace::attribute_trace;
@@ -72,8 +72,29 @@ impl<P: NetworkPass> Lane<P> {
     }
 }
 
+/// The batch size a call of `n` positions runs at: `n` below 16; above that, `n` rounded up to
+/// a multiple of an eighth of the power of two at or below it (at most 12.5 % padding: 17 →
+/// 18, 100 → 104, 252 → 256, 257 → 288), eight sizes per doubling; never above `max_batch`. A search meets every size up to
+/// its minibatch (collisions cut batches short); padded, those are a few dozen sizes, each
+/// captured and tuned once (`Backend::prepare` does it before a search), instead of a graph
+/// capture and a round of GEMM algorithm timing at every new size.
+pub fn padded_batch(n: usize, max_batch: usize) -> usize {
+    let power = 1usize << n.max(1).ilog2();
+    let step = (power / 8).max(1);
+    n.next_multiple_of(step).min(max_batch)
+}
+
+/// The distinct padded sizes of batches of 1 to `max_batch` positions, ascending.
+fn padded_sizes(max_batch: usize) -> Vec<usize> {
+    let mut sizes: Vec<usize> = (1..=max_batch)
+        .map(|n| padded_batch(n, max_batch))
+        .collect();
+    sizes.dedup();
+    sizes
+}
+
 /// A GPU backend: weights on the device, lanes with buffers for `max_batch` positions and
-/// graphs per batch size.
+/// graphs per (padded) batch size.
 pub struct GpuBackend<P: NetworkPass> {
     name: String,
     /// The first lane's device, for queries (name, memory, SMs).
@@ -139,12 +160,24 @@ impl<P: NetworkPass> GpuBackend<P> {
     /// Runs `work` on a lane no other call holds: a free one, else a new one (up to
     /// `options.lanes`), else the first to come free, calls served in the order they came.
     fn with_lane<T>(&self, work: impl FnOnce(&mut Lane<P>) -> GpuResult<T>) -> GpuResult<T> {
-        let taken = self.pool.take(self.options.lanes, || {
-            Lane::new(self.device.new_lane()?, &self.pass, &self.options)
-        })?;
+        let taken = self.take_lane()?;
         let lane = taken.lane();
         let mut lane = lane.lock().unwrap_or_else(|e| e.into_inner());
         work(&mut lane)
+    }
+
+    /// A lane no other call holds (see [`Self::with_lane`]).
+    fn take_lane(&self) -> GpuResult<Taken<'_, Lane<P>>> {
+        self.pool.take(self.options.lanes, || {
+            Lane::new(self.device.new_lane()?, &self.pass, &self.options)
+        })
+    }
+
+    fn gpu_error(&self, error: GpuError) -> BackendError {
+        BackendError::Gpu {
+            backend: self.name.clone(),
+            error,
+        }
     }
 
     /// Every lane made so far, one after another (waiting for any in use).
@@ -172,25 +205,52 @@ impl<P: NetworkPass> GpuBackend<P> {
 
     fn run_on(&self, lane: &mut Lane<P>, batch: &[InputPlanes]) -> GpuResult<(BatchOutput, bool)> {
         let n = batch.len();
+        // Profiled passes time the size asked for; others run at its padded size.
+        let size = if self.options.profile {
+            n
+        } else {
+            padded_batch(n, self.options.max_batch)
+        };
         tracing::trace_span!("upload inputs", batch = n)
-            .in_scope(|| upload_inputs(lane.device.as_ref(), &lane.io, batch))?;
+            .in_scope(|| upload_inputs(lane.device.as_ref(), &lane.io, batch, size))?;
         if self.options.profile {
             self.profiled_pass(lane, n)?;
-            return self.outputs(lane, n);
-        }
-        match lane.graphs.get(&n) {
-            Some(graph) => graph.launch()?,
-            None => {
-                // The first pass at a size runs eagerly (it also picks the GEMM algorithms);
-                // then the same work is captured for the next calls.
-                self.enqueue(lane, n, None)?;
-                lane.tuned.insert(n);
-                if self.options.graph {
-                    self.capture(lane, n)?;
-                }
-            }
+        } else {
+            self.pass_at(lane, size)?;
         }
         self.outputs(lane, n)
+    }
+
+    /// Enqueues the pass of `size` positions on `lane`: its graph where captured, else an
+    /// eager pass (which also picks the GEMM algorithms), then captured for the next calls.
+    fn pass_at(&self, lane: &mut Lane<P>, size: usize) -> GpuResult<()> {
+        match lane.graphs.get(&size) {
+            Some(graph) => graph.launch(),
+            None => {
+                self.enqueue(lane, size, None)?;
+                lane.tuned.insert(size);
+                if self.options.graph {
+                    self.capture(lane, size)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs a pass at every padded size up to `max_batch` that `lane` has not run yet, on
+    /// whatever inputs its buffers hold (the outputs are not read).
+    fn prepare_lane(&self, lane: &mut Lane<P>, max_batch: usize) -> GpuResult<()> {
+        for size in padded_sizes(max_batch.min(self.options.max_batch)) {
+            let prepared = if self.options.graph {
+                lane.graphs.contains_key(&size)
+            } else {
+                lane.tuned.contains(&size)
+            };
+            if !prepared {
+                self.pass_at(lane, size)?;
+            }
+        }
+        lane.device.synchronize()
     }
 
     /// Captures the pass of `n` positions into a graph (after an eager pass at that size).
@@ -356,7 +416,7 @@ impl<P: NetworkPass> GpuBackend<P> {
         lane: &Lane<P>,
         batch: &[InputPlanes],
     ) -> GpuResult<Option<Vec<Vec<f32>>>> {
-        upload_inputs(lane.device.as_ref(), &lane.io, batch)?;
+        upload_inputs(lane.device.as_ref(), &lane.io, batch, batch.len())?;
         let ops = Ops {
             device: lane.device.as_ref(),
             gemm: self.gemm,
@@ -442,6 +502,24 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
         self.each_lane(|lane| lane.profile.clear());
     }
 
+    fn prepare(&self, max_batch: usize, callers: usize) -> Result<(), BackendError> {
+        if self.options.profile {
+            return Ok(());
+        }
+        // Holding every lane taken so far makes the pool hand out (or make) another one.
+        let held: Vec<_> = (0..callers.clamp(1, self.options.lanes))
+            .map(|_| self.take_lane())
+            .collect::<GpuResult<_>>()
+            .map_err(|error| self.gpu_error(error))?;
+        held.iter()
+            .try_for_each(|taken| {
+                let lane = taken.lane();
+                let mut lane = lane.lock().unwrap_or_else(|e| e.into_inner());
+                self.prepare_lane(&mut lane, max_batch)
+            })
+            .map_err(|error| self.gpu_error(error))
+    }
+
     fn layer_outputs(&self, batch: &[InputPlanes]) -> Result<Option<Vec<Vec<f32>>>, BackendError> {
         if batch.len() > self.options.max_batch {
             return Err(BackendError::BatchTooLarge {
@@ -514,6 +592,35 @@ fn extend_f32(out: &mut Vec<f32>, bytes: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_are_padded_by_at_most_an_eighth_to_eight_sizes_per_doubling() {
+        let cases = [
+            (1, 1),
+            (15, 15),
+            (16, 16),
+            (17, 18),
+            (100, 104),
+            (252, 256),
+            (256, 256),
+        ];
+        for (n, padded) in cases
+            .into_iter()
+            .chain([(257, 288), (1000, 1024), (1024, 1024)])
+        {
+            assert_eq!(padded_batch(n, 1024), padded, "batch {n}");
+        }
+        // Never above the buffers' size.
+        assert_eq!(padded_batch(300, 300), 300);
+        assert_eq!(padded_batch(1000, 1000), 1000);
+        for n in 1..=4096 {
+            let p = padded_batch(n, 4096);
+            assert!(p >= n && (p - n) * 8 <= n, "batch {n} padded to {p}");
+        }
+        let sizes = padded_sizes(32);
+        let expected: Vec<usize> = (1..=16).chain((18..=32).step_by(2)).collect();
+        assert_eq!(sizes, expected);
+    }
 
     #[test]
     fn f32_results_are_read_from_aligned_and_unaligned_bytes() {

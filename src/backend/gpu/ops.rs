@@ -56,20 +56,32 @@ impl IoBuffers {
     }
 }
 
-/// Copies a batch's 112 (mask, value) pairs to the device, as lc0 sends them.
+/// Copies a batch's 112 (mask, value) pairs to the device, as lc0 sends them, laid out for a
+/// pass over `size ≥ batch.len()` positions: the positions past the batch get empty masks
+/// (all-zero input planes), so that a pass padded to a prepared batch size computes them
+/// from defined inputs.
 pub fn upload_inputs(
     device: &dyn GpuDevice,
     buffers: &IoBuffers,
     batch: &[InputPlanes],
+    size: usize,
 ) -> GpuResult<()> {
+    debug_assert!(
+        size >= batch.len(),
+        "a pass of {size} for {} positions",
+        batch.len()
+    );
+    // One copy: every mask of the padded pass, then the batch's values, written by `fill`
     // straight into the staging memory.
-    let planes = batch.len() * PLANES;
+    let mask_bytes = size * PLANES * size_of::<u64>();
+    let value_bytes = batch.len() * PLANES * size_of::<f32>();
     device.upload_with(
         buffers.inputs.ptr(),
-        planes * INPUT_PLANE_BYTES,
+        mask_bytes + value_bytes,
         &mut |staged| {
-            let (masks, values) = staged.split_at_mut(planes * size_of::<u64>());
+            let (masks, values) = staged.split_at_mut(mask_bytes);
             let planes = || batch.iter().flatten();
+            masks[batch.len() * PLANES * size_of::<u64>()..].fill(0);
             for (slot, plane) in masks.chunks_exact_mut(size_of::<u64>()).zip(planes()) {
                 slot.copy_from_slice(&plane.mask.to_le_bytes());
             }
