@@ -1,10 +1,11 @@
 #!/bin/bash
-# Search speed of the UCI engine, for docs/performance.md: two searches of NODES playouts (the
-# start position, then six plies later with the tree kept), MinibatchSize 256, smart pruning off
-# (exactly NODES playouts), THREADS search
-# threads (default 0: the engine's choice, 2 on a GPU backend, 1 on the cpu backend); prints
-# the last info line and bestmove of each, where each search's threads spent their time
-# (VerboseMoveStats' statistics line), then the nodes/s of each search.
+# Search speed of the UCI engine, for docs/performance.md: two `go nodes NODES` searches (the
+# start position, then six plies later with the tree kept; as in lc0, NODES counts the root's
+# visits, so the second search adds NODES minus the kept visits), MinibatchSize 256, smart
+# pruning off, THREADS search threads (default 0: the engine's choice, 2 on a GPU backend, 1 on
+# the cpu backend); prints the last info line and bestmove of each, where each search's threads
+# spent their time (VerboseMoveStats' statistics line), then the nodes/s (new playouts per
+# second, as lc0's nps) of each search.
 # Usage: benches/uci_search.sh LOG NET BACKEND NODES [LC0RS [THREADS]]
 set -u
 log=$1 net=$2 backend=$3 nodes=$4 lc0rs=${5:-target/release/lc0rs} threads=${6:-0}

@@ -300,7 +300,10 @@ fn many_threads_lose_no_visit() {
             {
                 continue;
             }
-            search_nodes(&mut search, 300);
+            // `nodes` limits the root's visits, the kept ones included (lc0's `go nodes`).
+            let result = search_nodes(&mut search, u64::from(reused) + 300);
+            assert_eq!(result.info.playouts, 300, "{spec}");
+            assert_eq!(result.info.nodes, u64::from(reused) + 300, "{spec}");
             assert_tree_consistent(&search, reused, 300);
         }
     }

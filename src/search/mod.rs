@@ -73,7 +73,8 @@ impl Default for SearchParams {
     }
 }
 
-/// When a search ends (besides the stop flag): after `nodes` new playouts or `time`, once the
+/// When a search ends (besides the stop flag): once the root has `nodes` visits (as lc0's
+/// `go nodes`: the visits kept from the previous search count) or after `time`, once the
 /// mean playout depth reaches `depth`, or once a mate in at most `mate` moves is proven (lc0's
 /// `go depth` and `go mate`); and the root moves it considers (`searchmoves`; empty: every
 /// legal move).
@@ -109,8 +110,11 @@ pub struct SearchInfo {
     /// Mean depth of this search's playouts, rounded.
     pub depth: u32,
     pub seldepth: u32,
-    /// Playouts in this search.
+    /// Visits of the root: those kept from the previous search and this search's playouts
+    /// (lc0's UCI `nodes`).
     pub nodes: u64,
+    /// Playouts in this search (what `nps` counts, as lc0's).
+    pub playouts: u64,
     pub elapsed: Duration,
     /// Q of the best move for the side to move (W − L).
     pub q: f32,
@@ -166,7 +170,7 @@ impl SearchInfo {
     pub fn nps(&self) -> u64 {
         let secs = self.elapsed.as_secs_f64();
         if secs > 0.0 {
-            (self.nodes as f64 / secs) as u64
+            (self.playouts as f64 / secs) as u64
         } else {
             0
         }
@@ -370,6 +374,7 @@ impl Search {
         let threads = self.threads();
         let cap = self.minibatch();
         let in_flight = cap.saturating_mul(threads);
+        let kept_visits = u64::from(self.tree.node(ROOT).visits);
         let plan = batch_plan(&limits, &self.params, start, cap, in_flight);
         let params = &self.params;
         let context = Context {
@@ -382,6 +387,7 @@ impl Search {
                 tree: &mut self.tree,
                 cache: &mut self.cache,
                 stats: SearchStats::default(),
+                kept_visits,
                 first_playout_at: None,
                 finished: false,
             }),
@@ -428,7 +434,7 @@ fn batch_plan<'a>(
     in_flight: usize,
 ) -> impl Fn(&mut TreeState) -> Option<usize> + Sync + 'a {
     move |state: &mut TreeState| {
-        let remaining = limits.nodes.map(|n| n.saturating_sub(state.stats.playouts));
+        let remaining = limits.nodes.map(|n| n.saturating_sub(state.visits()));
         let has_move = state.tree.node(ROOT).expanded;
         let limit_reached = remaining == Some(0)
             || worker::past(start, limits.time)
@@ -491,7 +497,7 @@ fn settled(state: &mut TreeState, limits: &Limits, start: Instant, factor: f32) 
             playouts: state.stats.playouts,
             since_first_eval: elapsed.saturating_sub(first),
             time_left: limits.time.map(|t| t.saturating_sub(elapsed)),
-            playouts_left: limits.nodes.map(|n| n.saturating_sub(state.stats.playouts)),
+            playouts_left: limits.nodes.map(|n| n.saturating_sub(state.visits())),
         },
         factor,
     )
@@ -518,7 +524,8 @@ fn info(
     SearchInfo {
         depth: state.stats.mean_depth(),
         seldepth: state.stats.max_depth,
-        nodes: state.stats.playouts,
+        nodes: state.visits(),
+        playouts: state.stats.playouts,
         elapsed,
         q,
         mate,

@@ -27,11 +27,21 @@ pub(super) struct TreeState<'a> {
     pub tree: &'a mut Tree,
     pub cache: &'a mut NnCache,
     pub stats: SearchStats,
+    /// The root's visits when the search began (kept from the previous search).
+    pub kept_visits: u64,
     /// When the first playout of this search was gathered, measured from its start (smart
     /// pruning estimates the speed from then on).
     pub first_playout_at: Option<Duration>,
     /// Set by the first thread that finds a limit reached or fails: the others end too.
     pub finished: bool,
+}
+
+impl TreeState<'_> {
+    /// The root's visits so far: those kept and this search's playouts (what `go nodes`
+    /// limits, as in lc0).
+    pub fn visits(&self) -> u64 {
+        self.kept_visits + self.stats.playouts
+    }
 }
 
 /// Counters of one search.

@@ -139,6 +139,7 @@ mod tests {
             depth: 0,
             seldepth: 3,
             nodes: 200,
+            playouts: 200,
             elapsed: Duration::from_millis(100),
             q: 0.3,
             mate: None,

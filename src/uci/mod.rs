@@ -546,7 +546,7 @@ fn statistics_line(info: &SearchInfo) -> String {
     format!(
         "info string {} playouts, {} collisions, {} backend batches of {mean:.1} positions on \
          average; {}",
-        info.nodes,
+        info.playouts,
         info.collisions,
         info.batches,
         info.times.summary(info.elapsed)

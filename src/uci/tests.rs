@@ -205,6 +205,7 @@ fn centipawns_follow_lc0s_curve() {
         depth: 1,
         seldepth: 1,
         nodes: 1,
+        playouts: 1,
         elapsed: Duration::ZERO,
         q,
         mate: None,
