@@ -8,8 +8,16 @@
 # each with both attention kernels (tensor-core `mma`, `portable`) and both GEMM paths (`lt`,
 # `blas`), buffers sized for the run's largest batch. JOBS runs (default 8) go side by side on
 # the one GPU; each writes one line into LOGDIR/TOOL.txt (the most frequent findings under it).
-# racecheck over T82/BT4 takes 60-130 GB of host memory per process: run it with JOBS=1 on a
-# machine with more than 128 GB. Exits 1 if any tool reported anything.
+# Environment: JOBS; BATCHES (the T82/BT4 batch sizes, default "1 64"); EXTRA_OPTIONS (added
+# to every option set, e.g. gemm_timing=false).
+# A racecheck run whose every report has both accesses inside NVIDIA's Hopper GEMM kernels
+# (`nvjet_sm90_*`, cuBLAS/cuBLASLt) and whose selftest passed is listed as "library only" and
+# does not fail the script: such reports come as well from a program that runs nothing but one
+# cuBLASLt GEMM (racecheck_probe.cu; docs/validation.md has the evidence), and this sanitizer
+# release cannot leave those kernels out (excluding them makes it fail with an internal error).
+# Any report naming another kernel fails the run. racecheck over T82/BT4 takes ~60 GB of host
+# memory per process at batch 1 and more than 100 GB at batch 64: run it with JOBS=1, batch 64
+# on a machine with more than 128 GB. Exits 1 if any tool reported anything, 2 on a setup error.
 #
 #   scripts/sanitizer/run.sh [LC0RS_BINARY] [NETDIR] [LOGDIR] [TOOLS] [NETS]
 #     TOOLS: comma-separated subset of memcheck,racecheck,initcheck,synccheck (default: all)
@@ -21,24 +29,41 @@ logdir=${3:-/tmp/lc0rs-sanitizer}
 tools=${4:-memcheck,racecheck,initcheck,synccheck}
 nets=${5:-tiny,tiny-dense,t82,bt4}
 jobs=${JOBS:-8}
+batches=${BATCHES:-1 64}
+extra=${EXTRA_OPTIONS:+,$EXTRA_OPTIONS}
 sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
 [ -x "$sanitizer" ] || { echo "compute-sanitizer not found (put the CUDA toolkit's bin on PATH)"; exit 2; }
 "$sanitizer" --version | tail -1
 mkdir -p "$netdir" "$logdir/runs"
 rm -f "$logdir"/runs/*
+# The generated nets first, so that a failure stops the script here.
+for net in ${nets//,/ }; do
+  case $net in
+    t82 | bt4)
+      [ -f "$netdir/$net.pb.gz" ] || "$lc0rs" gen-net --preset "$net" --seed 82 -o "$netdir/$net.pb.gz" >/dev/null \
+        || { echo "gen-net $net failed" >&2; exit 2; } ;;
+    tiny | tiny-dense) ;;
+    *) echo "unknown net $net (tiny, tiny-dense, t82, bt4)" >&2; exit 2 ;;
+  esac
+done
 
 option_sets=("attention=mma,gemm=lt" "attention=mma,gemm=blas" "attention=portable,gemm=lt" "attention=portable,gemm=blas")
 # Per net: "weights batch-sizes positions" for each selftest run.
 net_runs() {
   case $1 in
     tiny | tiny-dense) echo "bundled:$1 1,7 16" ;;
-    t82 | bt4)
-      [ -f "$netdir/$1.pb.gz" ] || "$lc0rs" gen-net --preset "$1" --seed 82 -o "$netdir/$1.pb.gz" >/dev/null \
-        || { echo "gen-net $1 failed" >&2; exit 2; }
-      echo "$netdir/$1.pb.gz 1 1"
-      echo "$netdir/$1.pb.gz 64 64" ;;
-    *) echo "unknown net $1 (tiny, tiny-dense, t82, bt4)" >&2; exit 2 ;;
+    t82 | bt4) for b in $batches; do echo "$netdir/$1.pb.gz $b $b"; done ;;
   esac
+}
+
+# Whether a failed racecheck run's reports all lie inside NVIDIA's nvjet GEMM kernels (both
+# accesses of every race) and each of its selftests passed (one PASS per batch size).
+library_races_only() {
+  local log=$1 batches=$2
+  [ "$(grep -c " PASS$" "$log")" -eq "$(tr ',' '\n' <<<"$batches" | wc -l)" ] || return 1
+  grep -q "Race reported" "$log" || return 1
+  grep -qE "Internal Sanitizer Error|Barrier|Invalid" "$log" && return 1
+  ! grep -E "access at " "$log" | grep -vqE "access at nvjet_sm90_[A-Za-z0-9_]+\+0x[0-9a-f]+"
 }
 
 # One tool over one selftest run: its line into LOGDIR/runs/NAME.line, findings into NAME.findings.
@@ -48,12 +73,16 @@ run_one() {
   log="$logdir/runs/$name.log"
   start=$(date +%s)
   "$sanitizer" --tool "$tool" --print-limit 1000 --error-exitcode 3 \
-    "$lc0rs" selftest -w "$net" -b cuda-fp16 -o "$options,max_batch=${batches##*,}" --batch "$batches" --positions "$positions" >"$log" 2>&1
+    "$lc0rs" selftest -w "$net" -b cuda-fp16 -o "$options$extra,max_batch=${batches##*,}" --batch "$batches" --positions "$positions" >"$log" 2>&1
   status=$?
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1 | sed 's/^========= //')
   passes=$(grep -c " PASS$" "$log")
+  if [ "$status" -eq 3 ] && [ "$tool" = racecheck ] && library_races_only "$log" "$batches"; then
+    summary="library only: $summary inside nvjet_sm90_* (cuBLAS/cuBLASLt)"
+    status=0
+  fi
   printf '%-9s %-18s %-28s batch %-5s exit %d  %s  (%d s, selftest PASS %d)\n' \
-    "$tool" "$(basename "$net")" "$options" "$batches" "$status" "${summary:-no summary}" \
+    "$tool" "$(basename "$net")" "$options$extra" "$batches" "$status" "${summary:-no summary}" \
     "$(($(date +%s) - start))" "$passes" >"$logdir/runs/$name.line"
   if [ "$status" -ne 0 ]; then
     grep -E "^========= +(Uninitialized|Invalid|Race|Barrier|Error|   at |Warning)" "$log" \
@@ -62,8 +91,8 @@ run_one() {
     rm -f "$log"
   fi
 }
-export -f run_one
-export sanitizer lc0rs logdir
+export -f run_one library_races_only
+export sanitizer lc0rs logdir extra
 
 for tool in ${tools//,/ }; do
   for net in ${nets//,/ }; do
