@@ -104,6 +104,49 @@ pub fn peak_for(device: &str) -> Option<Peak> {
     )
 }
 
+/// What limits an operation, by the roofline model: the roof that applies to its arithmetic
+/// intensity (FLOPs per byte against the device's ridge point, peak FLOP/s over peak bytes/s),
+/// and whether it gets near that roof.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// Intensity above the ridge, at least [`NEAR_ROOF`] of the FLOP/s peak.
+    Compute,
+    /// Intensity below the ridge, at least [`NEAR_ROOF`] of the bandwidth.
+    Memory,
+    /// Far below the roof that applies: launches, too few blocks or dependent steps bound it.
+    Latency,
+}
+
+/// The share of its roof from which an operation counts as bound by that roof.
+pub const NEAR_ROOF: f64 = 0.3;
+
+impl Bound {
+    /// The bound of `flops` and `bytes` done in `seconds` on a device with `peak`.
+    pub fn of(flops: u64, bytes: u64, seconds: f64, peak: Peak) -> Self {
+        let peak_flops = peak.tflops * 1e12;
+        let peak_bytes = peak.gbytes_per_s * 1e9;
+        let above_ridge = flops as f64 * peak_bytes >= bytes as f64 * peak_flops;
+        let (roof, bound) = if above_ridge {
+            (flops as f64 / seconds / peak_flops, Self::Compute)
+        } else {
+            (bytes as f64 / seconds / peak_bytes, Self::Memory)
+        };
+        if roof >= NEAR_ROOF {
+            bound
+        } else {
+            Self::Latency
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Compute => "compute",
+            Self::Memory => "memory",
+            Self::Latency => "latency",
+        }
+    }
+}
+
 /// Totals of one operation kind.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OpSummary {
@@ -137,27 +180,32 @@ pub fn by_operation(passes: &[PassProfile]) -> (Vec<OpSummary>, f64) {
     (rows, passes.iter().map(|p| p.pass_ms).sum())
 }
 
-/// The table by operation kind, with achieved rates and the share of the device's peak.
+/// The table by operation kind, with achieved rates, the share of the device's peak and what
+/// bounds each kind ([`Bound`]; `-` without the device's peaks).
 pub fn operation_table(passes: &[PassProfile], peak: Option<Peak>) -> String {
     let (rows, pass_ms) = by_operation(passes);
     let op_ms: f64 = rows.iter().map(|r| r.ms).sum();
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<22} {:>10} {:>6} {:>7} {:>9} {:>9} {:>9} {:>7} {:>7}",
-        "operation", "total ms", "%", "calls", "us/call", "TFLOP/s", "GB/s", "%peakF", "%peakB"
+        "{:<22} {:>10} {:>6} {:>7} {:>9} {:>9} {:>9} {:>7} {:>7}  bound",
+        "operation", "total ms", "%", "calls", "us/call", "TFLOP/s", "GB/s", "%peakF", "%peakB",
     );
     for r in &rows {
         let seconds = r.ms / 1e3;
         let tflops = r.flops as f64 / seconds / 1e12;
         let gbs = r.bytes as f64 / seconds / 1e9;
         let share = |value: f64, peak: f64| format!("{:.1}", 100.0 * value / peak);
-        let (pf, pb) = peak.map_or(("-".to_owned(), "-".to_owned()), |p| {
-            (share(tflops, p.tflops), share(gbs, p.gbytes_per_s))
+        let (pf, pb, bound) = peak.map_or(("-".to_owned(), "-".to_owned(), "-"), |p| {
+            (
+                share(tflops, p.tflops),
+                share(gbs, p.gbytes_per_s),
+                Bound::of(r.flops, r.bytes, seconds, p).name(),
+            )
         });
         let _ = writeln!(
             out,
-            "{:<22} {:>10.3} {:>6.1} {:>7} {:>9.2} {:>9.1} {:>9.0} {:>7} {:>7}",
+            "{:<22} {:>10.3} {:>6.1} {:>7} {:>9.2} {:>9.1} {:>9.0} {:>7} {:>7}  {}",
             r.op,
             r.ms,
             100.0 * r.ms / op_ms,
@@ -166,7 +214,8 @@ pub fn operation_table(passes: &[PassProfile], peak: Option<Peak>) -> String {
             tflops,
             gbs,
             pf,
-            pb
+            pb,
+            bound
         );
     }
     let instrumented_ms: f64 = passes.iter().map(|p| p.instrumented_ms).sum();
@@ -398,6 +447,40 @@ mod tests {
     }
 
     #[test]
+    fn each_operation_is_bound_by_the_roof_of_its_intensity_or_by_latency() {
+        // A device of 100 TFLOP/s and 1000 GB/s: its ridge is at 100 FLOP per byte.
+        let peak = Peak {
+            tflops: 100.0,
+            gbytes_per_s: 1000.0,
+            source: "test",
+        };
+        let ms = 1e-3;
+        // 1000 FLOP/B; 50 GFLOP in 1 ms = 50 TFLOP/s, half the compute roof.
+        assert_eq!(
+            Bound::of(50_000_000_000, 50_000_000, ms, peak),
+            Bound::Compute
+        );
+        // The same at 10 TFLOP/s: a tenth of its roof.
+        assert_eq!(
+            Bound::of(10_000_000_000, 10_000_000, ms, peak),
+            Bound::Latency
+        );
+        // 1 FLOP/B; 0.4 GB in 1 ms = 400 GB/s, 40 % of the bandwidth.
+        assert_eq!(Bound::of(400_000_000, 400_000_000, ms, peak), Bound::Memory);
+        // At the ridge (100 FLOP/B) the compute roof applies: 30 TFLOP/s is exactly NEAR_ROOF.
+        assert_eq!(
+            Bound::of(30_000_000_000, 300_000_000, ms, peak),
+            Bound::Compute
+        );
+        assert_eq!(
+            Bound::of(29_000_000_000, 290_000_000, ms, peak),
+            Bound::Latency
+        );
+        // Elementwise work with no FLOPs counted is measured against the bandwidth.
+        assert_eq!(Bound::of(0, 100_000_000, ms, peak), Bound::Latency);
+    }
+
+    #[test]
     fn totals_by_operation_and_layer() {
         let (rows, pass_ms) = by_operation(&[pass(), pass()]);
         assert_eq!(rows[0].op, "attention");
@@ -408,9 +491,13 @@ mod tests {
         );
         assert_eq!(pass_ms, 8.0);
         let table = operation_table(&[pass()], peak_for("NVIDIA H200"));
-        // qkv: 3 GFLOP in 1.5 ms = 2 TFLOP/s, 0.25 % of 785.
+        // qkv: 3 GFLOP in 1.5 ms = 2 TFLOP/s, 0.25 % of 785: far below its roof.
+        let qkv = table
+            .lines()
+            .find(|l| l.starts_with("qkv"))
+            .expect("a qkv row");
         assert!(
-            table.contains("qkv") && table.contains("2.0") && table.contains("0.3"),
+            qkv.contains("2.0") && qkv.contains("0.3") && qkv.ends_with("latency"),
             "{table}"
         );
         assert!(
