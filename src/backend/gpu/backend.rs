@@ -74,19 +74,21 @@ impl<P: NetworkPass> Lane<P> {
 
 /// The batch size a call of `n` positions runs at: `n` below 16; above that, `n` rounded up to
 /// a multiple of an eighth of the power of two at or below it (at most 12.5 % padding: 17 →
-/// 18, 100 → 104, 252 → 256, 257 → 288), eight sizes per doubling; never above `max_batch`. A search meets every size up to
-/// its minibatch (collisions cut batches short); padded, those are a few dozen sizes, each
-/// captured and tuned once (`Backend::prepare` does it before a search), instead of a graph
-/// capture and a round of GEMM algorithm timing at every new size.
+/// 18, 100 → 104, 252 → 256, 257 → 288), eight sizes per doubling; never above `max_batch`.
+/// A search meets every size up to its minibatch (collisions cut batches short); padded,
+/// those are a few dozen sizes, each captured and tuned once (`Backend::prepare` does it
+/// before a search), instead of a graph capture and a round of GEMM algorithm timing at every
+/// new size.
 pub fn padded_batch(n: usize, max_batch: usize) -> usize {
     let power = 1usize << n.max(1).ilog2();
     let step = (power / 8).max(1);
     n.next_multiple_of(step).min(max_batch)
 }
 
-/// The distinct padded sizes of batches of 1 to `max_batch` positions, ascending.
-fn padded_sizes(max_batch: usize) -> Vec<usize> {
-    let mut sizes: Vec<usize> = (1..=max_batch)
+/// The distinct sizes that batches of 1 to `largest` positions run at (padded within
+/// `max_batch`), ascending.
+fn padded_sizes(largest: usize, max_batch: usize) -> Vec<usize> {
+    let mut sizes: Vec<usize> = (1..=largest.min(max_batch))
         .map(|n| padded_batch(n, max_batch))
         .collect();
     sizes.dedup();
@@ -237,10 +239,10 @@ impl<P: NetworkPass> GpuBackend<P> {
         }
     }
 
-    /// Runs a pass at every padded size up to `max_batch` that `lane` has not run yet, on
-    /// whatever inputs its buffers hold (the outputs are not read).
-    fn prepare_lane(&self, lane: &mut Lane<P>, max_batch: usize) -> GpuResult<()> {
-        for size in padded_sizes(max_batch.min(self.options.max_batch)) {
+    /// Runs a pass at every size that batches of up to `largest` positions run at and that
+    /// `lane` has not run yet, on whatever inputs its buffers hold (the outputs are not read).
+    fn prepare_lane(&self, lane: &mut Lane<P>, largest: usize) -> GpuResult<()> {
+        for size in padded_sizes(largest, self.options.max_batch) {
             let prepared = if self.options.graph {
                 lane.graphs.contains_key(&size)
             } else {
@@ -529,10 +531,7 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
             });
         }
         self.with_lane(|lane| self.layer_outputs_on(lane, batch))
-            .map_err(|error| BackendError::Gpu {
-                backend: self.name.clone(),
-                error,
-            })
+            .map_err(|error| self.gpu_error(error))
     }
 
     fn profile_report(&self) -> Option<ProfileReport> {
@@ -557,10 +556,7 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
         if batch.is_empty() {
             return Ok(BatchOutput::default());
         }
-        let (out, finite) = self.run(batch).map_err(|error| BackendError::Gpu {
-            backend: self.name.clone(),
-            error,
-        })?;
+        let (out, finite) = self.run(batch).map_err(|error| self.gpu_error(error))?;
         if !finite {
             // Only now is it worth finding which output and position.
             check_outputs(&out).map_err(|error| BackendError::NonFinite {
@@ -617,9 +613,13 @@ mod tests {
             let p = padded_batch(n, 4096);
             assert!(p >= n && (p - n) * 8 <= n, "batch {n} padded to {p}");
         }
-        let sizes = padded_sizes(32);
         let expected: Vec<usize> = (1..=16).chain((18..=32).step_by(2)).collect();
-        assert_eq!(sizes, expected);
+        assert_eq!(padded_sizes(32, 1024), expected);
+        // A largest batch between two sizes is prepared at the size it runs at: the default
+        // minibatch on an H200 (2 × 132 SMs = 264) runs at 288.
+        assert_eq!(padded_sizes(17, 1024).last(), Some(&18));
+        assert_eq!(padded_sizes(264, 1024).last(), Some(&288));
+        assert_eq!(padded_sizes(264, 260).last(), Some(&260));
     }
 
     #[test]
