@@ -133,7 +133,8 @@ pub struct SearchInfo {
     /// Backend calls and the positions sent in them.
     pub batches: u64,
     pub evaluated: u64,
-    /// Where the search threads spent their time.
+    /// Where the search threads spent their time: in the final report of a search only (the
+    /// reports during it leave it empty, so that none sorts the backend calls so far).
     pub times: profile::PhaseTimes,
 }
 
@@ -413,7 +414,10 @@ impl Search {
         });
         outcome?;
         let state = context.lock();
-        let info = info(&state, params, &limits.searchmoves, start.elapsed());
+        let info = SearchInfo {
+            times: state.stats.profile.times(),
+            ..info(&state, params, &limits.searchmoves, start.elapsed())
+        };
         let best = info.pv.first().copied().ok_or(SearchError::GameOver)?;
         Ok(SearchResult {
             best_move: best,
@@ -536,7 +540,7 @@ fn info(
         collisions: state.stats.collisions,
         batches: state.stats.batches,
         evaluated: state.stats.evaluated,
-        times: state.stats.profile.times(),
+        times: profile::PhaseTimes::default(),
     }
 }
 
