@@ -454,30 +454,27 @@ mod tests {
             gbytes_per_s: 1000.0,
             source: "test",
         };
-        let ms = 1e-3;
-        // 1000 FLOP/B; 50 GFLOP in 1 ms = 50 TFLOP/s, half the compute roof.
-        assert_eq!(
-            Bound::of(50_000_000_000, 50_000_000, ms, peak),
-            Bound::Compute
-        );
-        // The same at 10 TFLOP/s: a tenth of its roof.
-        assert_eq!(
-            Bound::of(10_000_000_000, 10_000_000, ms, peak),
-            Bound::Latency
-        );
-        // 1 FLOP/B; 0.4 GB in 1 ms = 400 GB/s, 40 % of the bandwidth.
-        assert_eq!(Bound::of(400_000_000, 400_000_000, ms, peak), Bound::Memory);
-        // At the ridge (100 FLOP/B) the compute roof applies: 30 TFLOP/s is exactly NEAR_ROOF.
-        assert_eq!(
-            Bound::of(30_000_000_000, 300_000_000, ms, peak),
-            Bound::Compute
-        );
-        assert_eq!(
-            Bound::of(29_000_000_000, 290_000_000, ms, peak),
-            Bound::Latency
-        );
-        // Elementwise work with no FLOPs counted is measured against the bandwidth.
-        assert_eq!(Bound::of(0, 100_000_000, ms, peak), Bound::Latency);
+        // (FLOPs, bytes) in 1 ms, and what bounds them.
+        let cases = [
+            // 1000 FLOP/B at 50 TFLOP/s: half the compute roof.
+            (50_000_000_000, 50_000_000, Bound::Compute),
+            // The same intensity at 10 TFLOP/s: a tenth of its roof.
+            (10_000_000_000, 10_000_000, Bound::Latency),
+            // 1 FLOP/B at 400 GB/s: 40 % of the bandwidth.
+            (400_000_000, 400_000_000, Bound::Memory),
+            // At the ridge (100 FLOP/B) the compute roof applies: 30 TFLOP/s is NEAR_ROOF.
+            (30_000_000_000, 300_000_000, Bound::Compute),
+            (29_000_000_000, 290_000_000, Bound::Latency),
+            // Elementwise work with no FLOPs counted is measured against the bandwidth.
+            (0, 100_000_000, Bound::Latency),
+        ];
+        for (flops, bytes, bound) in cases {
+            assert_eq!(
+                Bound::of(flops, bytes, 1e-3, peak),
+                bound,
+                "{flops} / {bytes}"
+            );
+        }
     }
 
     #[test]
