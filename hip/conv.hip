@@ -96,16 +96,16 @@ KERNEL void se_residual(const __half* __restrict__ y, const __half* __restrict__
   }
 }
 
-// A policy head's fp16 outputs to the 1858 f32 logits: out[b][map[j]] = in[b·per_position + j]
+// A policy head's fp16 outputs to the 1858 f32 logits: out[b][map[j]] = input[b·per_position + j]
 // for every j < count with map[j] ≥ 0 (the convolution policy's planes through lc0's map, or
 // the classical head's 1858 values through the identity).
-KERNEL void policy_gather(const __half* __restrict__ in, int per_position, const i16* __restrict__ map, int count,
+KERNEL void policy_gather(const __half* __restrict__ input, int per_position, const i16* __restrict__ map, int count,
                           float* __restrict__ out, int batch) {
   const long total = (long)batch * count;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
     const long b = i / count;
     const int j = (int)(i % count);
     const int index = map[j];
-    if (index >= 0) out[b * 1858 + index] = __half2float(in[b * per_position + j]);
+    if (index >= 0) out[b * 1858 + index] = __half2float(input[b * per_position + j]);
   }
 }

@@ -1,9 +1,9 @@
 // lc0rs LayerNorm kernels (attention bodies): fp16 storage, fp32 statistics.
 
-// out = LN(act(in + bias)·alpha + skip) per row, fp32 statistics (biased variance).
-// bias and skip may be null; out may alias skip or in. One block per row; dynamic shared
+// out = LN(act(input + bias)·alpha + skip) per row, fp32 statistics (biased variance).
+// bias and skip may be null; out may alias skip or input. One block per row; dynamic shared
 // memory holds the row as float (cols·4 bytes).
-KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__ bias, int act,
+KERNEL void layer_norm(__half* out, const __half* input, const __half* __restrict__ bias, int act,
                        float alpha, const __half* skip, const __half* __restrict__ gamma,
                        const __half* __restrict__ beta, float eps, int cols) {
   DYNAMIC_SHARED(float, row);
@@ -14,7 +14,7 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
   if (wide) {
     for (int c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
       float v[8], e[8];
-      load8(in + base + c, v);
+      load8(input + base + c, v);
       if (bias) {
         load8(bias + c, e);
         #pragma unroll
@@ -35,7 +35,7 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
     }
   } else {
     for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-      float v = __half2float(in[base + c]);
+      float v = __half2float(input[base + c]);
       if (bias) v += __half2float(bias[c]);
       v = activate(v, act) * alpha;
       if (skip) v += __half2float(skip[base + c]);
@@ -66,14 +66,14 @@ KERNEL void layer_norm(__half* out, const __half* in, const __half* __restrict__
   }
 }
 
-// out = LN((in + bias)·alpha + skip) for rows of a multiple of 8 values, at most
+// out = LN((input + bias)·alpha + skip) for rows of a multiple of 8 values, at most
 // 8·CHUNKS·WARP_SIZE: one warp per row, the row in registers (CHUNKS loads of 8 halves per lane),
 // shuffles for the sums, no block barriers; blockDim.x / WARP_SIZE rows per block. CHUNKS is a
 // template argument so that a 768-wide row holds 24 registers per lane, not 64 (occupancy); so
 // is the activation ACT (identity or swish, smolgen's), so that no per-value switch keeps the row
 // out of registers. Rows with other activations take layer_norm.
 template <int CHUNKS, int ACT>
-static __device__ void layer_norm_warp_body(__half* out, const __half* in, const __half* __restrict__ bias,
+static __device__ void layer_norm_warp_body(__half* out, const __half* input, const __half* __restrict__ bias,
                                             float alpha, const __half* skip, const __half* __restrict__ gamma,
                                             const __half* __restrict__ beta, float eps, int rows, int cols) {
   const int lane = threadIdx.x % WARP_SIZE;
@@ -87,7 +87,7 @@ static __device__ void layer_norm_warp_body(__half* out, const __half* in, const
   for (int i = 0; i < CHUNKS; ++i) {
     const int c = (lane + i * WARP_SIZE) * 8;
     if (c < cols) {
-      load8(in + base + c, v[i]);
+      load8(input + base + c, v[i]);
       float extra[8];
       if (bias) {
         load8(bias + c, extra);
@@ -129,15 +129,15 @@ static __device__ void layer_norm_warp_body(__half* out, const __half* in, const
   }
 }
 
-KERNEL void layer_norm_warp_c1(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c2(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c3(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c4(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c6(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c8(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8, ACT_IDENTITY>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c1(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c2(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c3(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c4(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c6(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c8(__half* out, const __half* in, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8, ACT_SWISH>(out, in, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_IDENTITY>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_IDENTITY>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_IDENTITY>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_IDENTITY>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c6(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6, ACT_IDENTITY>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c8(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8, ACT_IDENTITY>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_SWISH>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_SWISH>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_SWISH>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_SWISH>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c6(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6, ACT_SWISH>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c8(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8, ACT_SWISH>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }

@@ -40,12 +40,12 @@ pub fn compile_kernels(vendor: Vendor, arch: &str) -> Result<(), CommandError> {
 fn compile_hip(arch: &str) -> Result<(), CommandError> {
     let started = Instant::now();
     let code = hip::compile_kernels(arch)?;
-    for name in kernels::KERNEL_NAMES {
+    for name in kernels::shared_kernel_names() {
         println!("{name}: compiled");
     }
     eprintln!(
         "compiled {} kernels for {arch} with hipRTC in {:.2} s ({} byte code object)",
-        kernels::KERNEL_NAMES.len(),
+        kernels::shared_kernel_names().count(),
         started.elapsed().as_secs_f64(),
         code.len()
     );

@@ -2,9 +2,9 @@
 //! libraries (cuBLAS/rocBLAS `gemm_ex`, cuBLASLt/hipBLASLt matmul), written once for every
 //! vendor, and the kernel pass that finishes a GEMM whose library could not fuse its epilogue.
 
+use super::kernels::{activation_code, launchers};
 use super::{
-    BatchedProduct, DevicePtr, Epilogue, GemmPath, GpuDevice, GpuError, GpuResult, KernelArg,
-    Launch, Linear, kernels::activation_code,
+    BatchedProduct, DevicePtr, Epilogue, GemmPath, GpuDevice, GpuError, GpuResult, Launch, Linear,
 };
 use crate::weights::format::Activation;
 
@@ -165,16 +165,14 @@ fn finish_with_kernel(device: &dyn GpuDevice, op: &Linear, fused: Fused) -> GpuR
             "a bias or activation on a strided GEMM output".to_owned(),
         ));
     }
-    device.launch(
-        "bias_activation",
+    launchers::bias_activation(
+        device,
         Launch::elements(op.m * op.n / 8),
-        &[
-            KernelArg::Ptr(op.y),
-            KernelArg::Ptr(bias.unwrap_or(0)),
-            KernelArg::I64(op.m as i64),
-            KernelArg::I32(op.n as i32),
-            KernelArg::I32(activation_code(activation)),
-        ],
+        op.y,
+        bias,
+        op.m as i64,
+        op.n as i32,
+        activation_code(activation),
     )
 }
 
@@ -182,14 +180,20 @@ fn finish_with_kernel(device: &dyn GpuDevice, op: &Linear, fused: Fused) -> GpuR
 mod tests {
     use super::*;
 
+    /// An element offset into the test's memory array, standing for an address.
+    fn offset(elements: u64) -> DevicePtr {
+        // SAFETY: these tests only compute with the value; no device ever sees it.
+        unsafe { DevicePtr::from_raw(elements) }
+    }
+
     /// A BLAS reference written from the column-major definition alone: memory is one `f32`
     /// array and addresses are element offsets into it.
     fn run_column_major(g: &ColumnMajorGemm, memory: &mut [f32]) {
         for batch in 0..g.batch {
             let (a0, b0, c0) = (
-                g.a as usize + batch * g.stride_a,
-                g.b as usize + batch * g.stride_b,
-                g.c as usize + batch * g.stride_c,
+                g.a.raw() as usize + batch * g.stride_a,
+                g.b.raw() as usize + batch * g.stride_b,
+                g.c.raw() as usize + batch * g.stride_c,
             );
             let op_a = |i: usize, l: usize| {
                 if g.transpose_a {
@@ -236,10 +240,10 @@ mod tests {
             m,
             n,
             k,
-            x: x_at,
+            x: offset(x_at),
             ldx,
-            w: w_at,
-            y: y_at,
+            w: offset(w_at),
+            y: offset(y_at),
             ldy,
             bias: None,
             epilogue: Epilogue::None,
@@ -272,13 +276,13 @@ mod tests {
             n,
             k,
             alpha: 0.5,
-            a: 0,
+            a: offset(0),
             lda,
             stride_a,
-            b: 100,
+            b: offset(100),
             ldb,
             stride_b,
-            c: 200,
+            c: offset(200),
             ldc,
             stride_c,
         };
@@ -307,10 +311,10 @@ mod tests {
             m: 64,
             n: 2304,
             k: 768,
-            x: 0,
+            x: offset(0),
             ldx: 768,
-            w: 0,
-            y: 0,
+            w: offset(0),
+            y: offset(0),
             ldy: 2304,
             bias: None,
             epilogue: Epilogue::None,

@@ -12,12 +12,10 @@ pub mod gemm;
 pub mod hip;
 pub mod kernels;
 pub mod lt_plan;
+mod memory;
 pub mod staging;
 
-use std::fmt;
-
-/// A device address.
-pub type DevicePtr = u64;
+pub use memory::{DevicePtr, GpuBuffer};
 
 /// Why a GPU operation failed. Messages name the call.
 #[derive(Debug, thiserror::Error)]
@@ -81,52 +79,11 @@ where
     }
 }
 
-/// Memory on the device, freed when dropped.
-pub struct GpuBuffer {
-    ptr: DevicePtr,
-    bytes: usize,
-    _owner: Box<dyn std::any::Any + Send + Sync>,
-}
-
-impl GpuBuffer {
-    pub fn new(ptr: DevicePtr, bytes: usize, owner: Box<dyn std::any::Any + Send + Sync>) -> Self {
-        Self {
-            ptr,
-            bytes,
-            _owner: owner,
-        }
-    }
-
-    pub fn ptr(&self) -> DevicePtr {
-        self.ptr
-    }
-
-    pub fn bytes(&self) -> usize {
-        self.bytes
-    }
-
-    /// The address `offset` bytes in, checked against the size.
-    pub fn at(&self, offset: usize) -> DevicePtr {
-        assert!(
-            offset <= self.bytes,
-            "offset {offset} beyond a {}-byte buffer",
-            self.bytes
-        );
-        self.ptr + offset as u64
-    }
-}
-
-impl fmt::Debug for GpuBuffer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "GpuBuffer({:#x}, {} bytes)", self.ptr, self.bytes)
-    }
-}
-
 /// A kernel argument.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum KernelArg {
-    /// A device pointer (0 for null).
-    Ptr(DevicePtr),
+    /// A device pointer, or null.
+    Ptr(Option<DevicePtr>),
     I32(i32),
     I64(i64),
     F32(f32),
@@ -137,7 +94,7 @@ impl KernelArg {
     /// take them: its little-endian bytes first (32-bit values zero-extended).
     pub fn slot(self) -> u64 {
         match self {
-            KernelArg::Ptr(p) => p,
+            KernelArg::Ptr(p) => p.map_or(0, DevicePtr::raw),
             KernelArg::I32(v) => u64::from(v as u32),
             KernelArg::I64(v) => v as u64,
             KernelArg::F32(v) => u64::from(v.to_bits()),

@@ -53,6 +53,38 @@ impl<P: PinnedBuffer> Staging<P> {
         };
         work(&mut buffer.host_bytes()?[..bytes])
     }
+
+    /// Uploads `bytes` through the buffer: `fill` writes them where the copy reads them,
+    /// `copy(staged)` enqueues the host-to-device copy and `wait` waits for it, so that the
+    /// buffer is not reused while the copy may still read it.
+    pub fn upload(
+        &self,
+        bytes: usize,
+        alloc: impl FnOnce(usize) -> GpuResult<P>,
+        fill: &mut dyn FnMut(&mut [u8]),
+        copy: impl FnOnce(&[u8]) -> GpuResult<()>,
+        wait: impl FnOnce() -> GpuResult<()>,
+    ) -> GpuResult<()> {
+        self.with_bytes(bytes, alloc, |staged| {
+            fill(staged);
+            copy(staged)?;
+            wait()
+        })
+    }
+
+    /// Downloads `bytes` through the buffer in [`pieces`] (see [`download_in_pieces`]).
+    pub fn download<M>(
+        &self,
+        bytes: usize,
+        alloc: impl FnOnce(usize) -> GpuResult<P>,
+        copy: impl FnMut(Range<usize>, &mut [u8]) -> GpuResult<M>,
+        wait: impl FnMut(M) -> GpuResult<()>,
+        read: &mut dyn FnMut(&[u8]),
+    ) -> GpuResult<()> {
+        self.with_bytes(bytes, alloc, |host| {
+            download_in_pieces(host, copy, wait, read)
+        })
+    }
 }
 
 /// The pieces a download of `bytes` is split into.

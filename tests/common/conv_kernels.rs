@@ -3,8 +3,8 @@
 //! scale-and-bias form, the policy maps), for every device. Outputs are poisoned (NaN) first.
 
 use half::f16;
-use lc0rs::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code};
-use lc0rs::gpu::{GpuBuffer, GpuDevice, KernelArg, Launch};
+use lc0rs::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
+use lc0rs::gpu::{GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
 use super::kernels::{download, poisoned, random_f16, upload};
@@ -30,18 +30,15 @@ pub fn check_conv_gather(device: &dyn GpuDevice) {
         let x_gpu = upload(device, &x);
         let out = poisoned(device, batch * 64 * 9 * channels);
         let vector = if channels % 8 == 0 { 8 } else { 1 };
-        device
-            .launch(
-                "conv_gather3x3",
-                Launch::elements(batch * 64 * 9 * channels / vector),
-                &[
-                    KernelArg::Ptr(x_gpu.ptr()),
-                    KernelArg::I32(channels as i32),
-                    KernelArg::Ptr(out.ptr()),
-                    KernelArg::I32(batch as i32),
-                ],
-            )
-            .unwrap();
+        launchers::conv_gather3x3(
+            device,
+            Launch::elements(batch * 64 * 9 * channels / vector),
+            x_gpu.ptr(),
+            channels as i32,
+            out.ptr(),
+            batch as i32,
+        )
+        .unwrap();
         let got = download(device, &out, batch * 64 * 9 * channels);
         for b in 0..batch {
             for square in 0..64i32 {
@@ -80,20 +77,17 @@ pub fn check_bias_residual_act(device: &dyn GpuDevice) {
     let x = random_f16(rows * cols, 602, 2.0);
     let gpu = [&y, &bias].map(|v| upload(device, v));
     let x_gpu = upload(device, &x);
-    device
-        .launch(
-            "bias_residual_act",
-            Launch::elements(rows * cols),
-            &[
-                KernelArg::Ptr(gpu[0].ptr()),
-                KernelArg::Ptr(gpu[1].ptr()),
-                KernelArg::Ptr(x_gpu.ptr()),
-                KernelArg::I64(rows as i64),
-                KernelArg::I32(cols as i32),
-                KernelArg::I32(activation_code(Activation::Mish)),
-            ],
-        )
-        .unwrap();
+    launchers::bias_residual_act(
+        device,
+        Launch::elements(rows * cols),
+        gpu[0].ptr(),
+        gpu[1].ptr(),
+        x_gpu.ptr(),
+        rows as i64,
+        cols as i32,
+        activation_code(Activation::Mish),
+    )
+    .unwrap();
     let got = download(device, &x_gpu, rows * cols);
     let mut worst = 0.0f64;
     for i in 0..rows * cols {
@@ -130,28 +124,26 @@ pub fn check_se_residual(device: &dyn GpuDevice) {
             .map(|v| upload(device, v))
             .collect();
         let x_gpu = upload(device, &x);
-        device
-            .launch(
-                "se_residual",
-                Launch {
-                    grid: [batch as u32, 1, 1],
-                    block: [SE_RESIDUAL_THREADS, 1, 1],
-                    shared_bytes: ((3 * channels + se) * 4) as u32,
-                },
-                &[
-                    KernelArg::Ptr(gpu[0].ptr()),
-                    KernelArg::Ptr(gpu[1].ptr()),
-                    KernelArg::Ptr(x_gpu.ptr()),
-                    KernelArg::I32(channels as i32),
-                    KernelArg::Ptr(gpu[2].ptr()),
-                    KernelArg::Ptr(gpu[3].ptr()),
-                    KernelArg::I32(se as i32),
-                    KernelArg::Ptr(gpu[4].ptr()),
-                    KernelArg::Ptr(gpu[5].ptr()),
-                    KernelArg::I32(activation_code(act)),
-                ],
-            )
-            .unwrap();
+        let launch = Launch {
+            grid: [batch as u32, 1, 1],
+            block: [SE_RESIDUAL_THREADS, 1, 1],
+            shared_bytes: ((3 * channels + se) * 4) as u32,
+        };
+        launchers::se_residual(
+            device,
+            launch,
+            gpu[0].ptr(),
+            gpu[1].ptr(),
+            x_gpu.ptr(),
+            channels as i32,
+            gpu[2].ptr(),
+            gpu[3].ptr(),
+            se as i32,
+            gpu[4].ptr(),
+            gpu[5].ptr(),
+            activation_code(act),
+        )
+        .unwrap();
         let got = download(device, &x_gpu, batch * 64 * channels);
         let mut worst = 0.0f64;
         for b in 0..batch {
@@ -214,20 +206,17 @@ pub fn check_policy_gather(device: &dyn GpuDevice) {
     device.upload(map_gpu.ptr(), &map_bytes).unwrap();
     let out = device.alloc(batch * 1858 * 4).unwrap();
     device.fill(out.ptr(), batch * 1858 * 4, 0xFF).unwrap();
-    device
-        .launch(
-            "policy_gather",
-            Launch::elements(batch * count),
-            &[
-                KernelArg::Ptr(input_gpu.ptr()),
-                KernelArg::I32(count as i32),
-                KernelArg::Ptr(map_gpu.ptr()),
-                KernelArg::I32(count as i32),
-                KernelArg::Ptr(out.ptr()),
-                KernelArg::I32(batch as i32),
-            ],
-        )
-        .unwrap();
+    launchers::policy_gather(
+        device,
+        Launch::elements(batch * count),
+        input_gpu.ptr(),
+        count as i32,
+        map_gpu.ptr(),
+        count as i32,
+        out.ptr(),
+        batch as i32,
+    )
+    .unwrap();
     let mut bytes = vec![0u8; batch * 1858 * 4];
     device.download(out.ptr(), &mut bytes).unwrap();
     let got: Vec<f32> = bytes

@@ -3,8 +3,9 @@
 //! computes it. Outputs are poisoned (fp16 NaN) before every launch.
 
 use half::f16;
+use lc0rs::gpu::kernels::launchers;
 use lc0rs::gpu::kernels::{AttentionKernel, activation_code};
-use lc0rs::gpu::{GpuBuffer, GpuDevice, KernelArg, Launch};
+use lc0rs::gpu::{GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
 use super::gpu::layer_norm_error;
@@ -97,14 +98,30 @@ fn check_attention_launch(
     let kernel = AttentionKernel::for_depth(depth, tensor_cores).unwrap();
     let how = lc0rs::gpu::kernels::attention_launch(kernel, heads, batch, multiprocessors);
     let ctx = poisoned(device, rows * d_model);
-    let mut args = vec![
-        KernelArg::Ptr(qkv_gpu.ptr()),
-        KernelArg::Ptr(if with_bias { bias_gpu.ptr() } else { 0 }),
-        KernelArg::Ptr(ctx.ptr()),
-        KernelArg::I32(heads as i32),
-    ];
-    args.extend(how.heads_per_block.map(KernelArg::I32));
-    device.launch(kernel.name(), how.launch, &args).unwrap();
+    let bias_arg = with_bias.then(|| bias_gpu.ptr());
+    let (qkv_arg, heads_arg) = (qkv_gpu.ptr(), heads as i32);
+    match kernel {
+        AttentionKernel::Portable(k) => launchers::attention(
+            device,
+            k,
+            how.launch,
+            qkv_arg,
+            bias_arg,
+            ctx.ptr(),
+            heads_arg,
+        ),
+        AttentionKernel::TensorCores(k) => launchers::attention_mma(
+            device,
+            k,
+            how.launch,
+            qkv_arg,
+            bias_arg,
+            ctx.ptr(),
+            heads_arg,
+            how.heads_per_block.unwrap(),
+        ),
+    }
+    .unwrap();
     let got = download(device, &ctx, rows * d_model);
     let mut worst = 0.0f64;
     for b in 0..batch {
@@ -173,28 +190,26 @@ pub fn check_layer_norm(device: &dyn GpuDevice) {
             upload(device, &beta),
         );
         let out = poisoned(device, rows * cols);
-        device
-            .launch(
-                "layer_norm",
-                Launch {
-                    grid: [rows as u32, 1, 1],
-                    block: [if cols > 2048 { 1024 } else { 256 }, 1, 1],
-                    shared_bytes: (cols * 4) as u32,
-                },
-                &[
-                    KernelArg::Ptr(out.ptr()),
-                    KernelArg::Ptr(i.ptr()),
-                    KernelArg::Ptr(b.ptr()),
-                    KernelArg::I32(activation_code(act)),
-                    KernelArg::F32(alpha),
-                    KernelArg::Ptr(s.ptr()),
-                    KernelArg::Ptr(g.ptr()),
-                    KernelArg::Ptr(be.ptr()),
-                    KernelArg::F32(1e-6),
-                    KernelArg::I32(cols as i32),
-                ],
-            )
-            .unwrap();
+        let launch = Launch {
+            grid: [rows as u32, 1, 1],
+            block: [if cols > 2048 { 1024 } else { 256 }, 1, 1],
+            shared_bytes: (cols * 4) as u32,
+        };
+        launchers::layer_norm(
+            device,
+            launch,
+            out.ptr(),
+            i.ptr(),
+            Some(b.ptr()),
+            activation_code(act),
+            alpha,
+            Some(s.ptr()),
+            g.ptr(),
+            be.ptr(),
+            1e-6,
+            cols as i32,
+        )
+        .unwrap();
         let got = download(device, &out, rows * cols);
         let activate = |x: f64| match act {
             Activation::Swish => x / (1.0 + (-x).exp()),
@@ -235,29 +250,27 @@ pub fn check_dense_rows(device: &dyn GpuDevice) {
         // As the executor launches it: at most one split per warp of the block.
         let warps_per_block = (ROW_THREADS / warp) as usize;
         let splits = lc0rs::gpu::kernels::dense_rows_splits(k, warp as usize).min(warps_per_block);
-        device
-            .launch(
-                "dense_rows",
-                Launch {
-                    grid: [n.div_ceil(warps_per_block / splits) as u32, 1, 1],
-                    block: [ROW_THREADS, 1, 1],
-                    shared_bytes: 0,
-                },
-                &[
-                    KernelArg::Ptr(gpu[0].ptr()),
-                    KernelArg::I32(k as i32),
-                    KernelArg::Ptr(gpu[1].ptr()),
-                    KernelArg::Ptr(if with_bias { gpu[2].ptr() } else { 0 }),
-                    KernelArg::Ptr(y.ptr()),
-                    KernelArg::I32(n as i32),
-                    KernelArg::I32(rows as i32),
-                    KernelArg::I32(n as i32),
-                    KernelArg::I32(k as i32),
-                    KernelArg::I32(activation_code(act)),
-                    KernelArg::I32(splits as i32),
-                ],
-            )
-            .unwrap();
+        let launch = Launch {
+            grid: [n.div_ceil(warps_per_block / splits) as u32, 1, 1],
+            block: [ROW_THREADS, 1, 1],
+            shared_bytes: 0,
+        };
+        launchers::dense_rows(
+            device,
+            launch,
+            gpu[0].ptr(),
+            k as i32,
+            gpu[1].ptr(),
+            with_bias.then(|| gpu[2].ptr()),
+            y.ptr(),
+            n as i32,
+            rows as i32,
+            n as i32,
+            k as i32,
+            activation_code(act),
+            splits as i32,
+        )
+        .unwrap();
         let got = download(device, &y, rows * n);
         let mut worst = 0.0f64;
         for r in 0..rows {
@@ -315,30 +328,29 @@ pub fn check_warp_layer_norm(device: &dyn GpuDevice) {
         let alpha = 0.427_287f32;
         let gpu = [&input, &skip, &bias, &gamma, &beta].map(|v| upload(device, v));
         let out = poisoned(device, rows * cols);
-        let skip_ptr = if with_skip { gpu[1].ptr() } else { 0 };
+        let skip_ptr = with_skip.then(|| gpu[1].ptr());
         let rows_per_block = (ROW_THREADS / warp) as usize;
-        device
-            .launch(
-                lc0rs::gpu::kernels::layer_norm_warp_kernel(cols, warp as usize, act).unwrap(),
-                Launch {
-                    grid: [rows.div_ceil(rows_per_block) as u32, 1, 1],
-                    block: [ROW_THREADS, 1, 1],
-                    shared_bytes: 0,
-                },
-                &[
-                    KernelArg::Ptr(out.ptr()),
-                    KernelArg::Ptr(gpu[0].ptr()),
-                    KernelArg::Ptr(gpu[2].ptr()),
-                    KernelArg::F32(alpha),
-                    KernelArg::Ptr(skip_ptr),
-                    KernelArg::Ptr(gpu[3].ptr()),
-                    KernelArg::Ptr(gpu[4].ptr()),
-                    KernelArg::F32(1e-6),
-                    KernelArg::I32(rows as i32),
-                    KernelArg::I32(cols as i32),
-                ],
-            )
-            .unwrap();
+        let launch = Launch {
+            grid: [rows.div_ceil(rows_per_block) as u32, 1, 1],
+            block: [ROW_THREADS, 1, 1],
+            shared_bytes: 0,
+        };
+        launchers::layer_norm_warp(
+            device,
+            lc0rs::gpu::kernels::layer_norm_warp_kernel(cols, warp as usize, act).unwrap(),
+            launch,
+            out.ptr(),
+            gpu[0].ptr(),
+            Some(gpu[2].ptr()),
+            alpha,
+            skip_ptr,
+            gpu[3].ptr(),
+            gpu[4].ptr(),
+            1e-6,
+            rows as i32,
+            cols as i32,
+        )
+        .unwrap();
         let got = download(device, &out, rows * cols);
         let pre = |r: usize, c: usize| {
             let v = f64::from(input[r * cols + c] + bias[c]);

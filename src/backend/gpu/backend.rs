@@ -72,24 +72,25 @@ impl<P: NetworkPass> Lane<P> {
     }
 }
 
-/// The batch size a call of `n` positions runs at: `n` below 16; above that, `n` rounded up to
-/// a multiple of an eighth of the power of two at or below it (at most 12.5 % padding: 17 →
-/// 18, 100 → 104, 252 → 256, 257 → 288), eight sizes per doubling; never above `max_batch`.
+/// The batch size a call of `batch` positions runs at: `batch` below 16; above that, `batch`
+/// rounded up to a multiple of an eighth of the power of two at or below it (at most 12.5 %
+/// padding: 17 → 18, 100 → 104, 252 → 256, 257 → 288), eight sizes per doubling; never above
+/// `max_batch`.
 /// A search meets every size up to its minibatch (collisions cut batches short); padded,
 /// those are a few dozen sizes, each captured and tuned once (`Backend::prepare` does it
 /// before a search), instead of a graph capture and a round of GEMM algorithm timing at every
 /// new size.
-pub fn padded_batch(n: usize, max_batch: usize) -> usize {
-    let power = 1usize << n.max(1).ilog2();
+pub fn padded_batch(batch: usize, max_batch: usize) -> usize {
+    let power = 1usize << batch.max(1).ilog2();
     let step = (power / 8).max(1);
-    n.next_multiple_of(step).min(max_batch)
+    batch.next_multiple_of(step).min(max_batch)
 }
 
 /// The distinct sizes that batches of 1 to `largest` positions run at (padded within
 /// `max_batch`), ascending.
 fn padded_sizes(largest: usize, max_batch: usize) -> Vec<usize> {
     let mut sizes: Vec<usize> = (1..=largest.min(max_batch))
-        .map(|n| padded_batch(n, max_batch))
+        .map(|batch| padded_batch(batch, max_batch))
         .collect();
     sizes.dedup();
     sizes
@@ -189,15 +190,15 @@ impl<P: NetworkPass> GpuBackend<P> {
         }
     }
 
-    /// Enqueues the pass of `n` positions on `lane` (its operations marked in `profile`).
-    fn enqueue(&self, lane: &Lane<P>, n: usize, profile: Option<&OpEvents>) -> GpuResult<()> {
+    /// Enqueues the pass of `batch` positions on `lane` (its operations marked in `profile`).
+    fn enqueue(&self, lane: &Lane<P>, batch: usize, profile: Option<&OpEvents>) -> GpuResult<()> {
         let ops = Ops {
             device: lane.device.as_ref(),
             gemm: self.gemm,
             profile,
         };
-        let _span = tracing::trace_span!("forward", batch = n).entered();
-        self.pass.enqueue(&ops, &lane.io, &lane.buffers, n)
+        let _span = tracing::trace_span!("forward", batch).entered();
+        self.pass.enqueue(&ops, &lane.io, &lane.buffers, batch)
     }
 
     /// The outputs of a pass, and whether they are all finite (see [`Self::outputs`]).
@@ -205,22 +206,26 @@ impl<P: NetworkPass> GpuBackend<P> {
         self.with_lane(|lane| self.run_on(lane, batch))
     }
 
-    fn run_on(&self, lane: &mut Lane<P>, batch: &[InputPlanes]) -> GpuResult<(BatchOutput, bool)> {
-        let n = batch.len();
+    fn run_on(
+        &self,
+        lane: &mut Lane<P>,
+        positions: &[InputPlanes],
+    ) -> GpuResult<(BatchOutput, bool)> {
+        let batch = positions.len();
         // Profiled passes time the size asked for; others run at its padded size.
         let size = if self.options.profile {
-            n
+            batch
         } else {
-            padded_batch(n, self.options.max_batch)
+            padded_batch(batch, self.options.max_batch)
         };
-        tracing::trace_span!("upload inputs", batch = n)
-            .in_scope(|| upload_inputs(lane.device.as_ref(), &lane.io, batch, size))?;
+        tracing::trace_span!("upload inputs", batch)
+            .in_scope(|| upload_inputs(lane.device.as_ref(), &lane.io, positions, size))?;
         if self.options.profile {
-            self.profiled_pass(lane, n)?;
+            self.profiled_pass(lane, batch)?;
         } else {
             self.pass_at(lane, size)?;
         }
-        self.outputs(lane, n)
+        self.outputs(lane, batch)
     }
 
     /// Enqueues the pass of `size` positions on `lane`: its graph where captured, else an
@@ -255,25 +260,25 @@ impl<P: NetworkPass> GpuBackend<P> {
         lane.device.synchronize()
     }
 
-    /// Captures the pass of `n` positions into a graph (after an eager pass at that size).
-    fn capture(&self, lane: &mut Lane<P>, n: usize) -> GpuResult<()> {
+    /// Captures the pass of `batch` positions into a graph (after an eager pass at that size).
+    fn capture(&self, lane: &mut Lane<P>, batch: usize) -> GpuResult<()> {
         lane.device.begin_capture()?;
-        let captured = self.enqueue(lane, n, None);
+        let captured = self.enqueue(lane, batch, None);
         let graph = lane.device.end_capture();
         captured?;
-        lane.graphs.insert(n, graph?);
+        lane.graphs.insert(batch, graph?);
         Ok(())
     }
 
     /// The GPU time of one uninstrumented pass (the captured graph, or eager without graphs).
-    fn pass_time_ms(&self, lane: &mut Lane<P>, n: usize) -> GpuResult<f64> {
-        if self.options.graph && !lane.graphs.contains_key(&n) {
-            self.capture(lane, n)?;
+    fn pass_time_ms(&self, lane: &mut Lane<P>, batch: usize) -> GpuResult<f64> {
+        if self.options.graph && !lane.graphs.contains_key(&batch) {
+            self.capture(lane, batch)?;
         }
         let start = lane.device.record_event()?;
-        match lane.graphs.get(&n) {
+        match lane.graphs.get(&batch) {
             Some(graph) => graph.launch()?,
-            None => self.enqueue(lane, n, None)?,
+            None => self.enqueue(lane, batch, None)?,
         }
         let end = lane.device.record_event()?;
         let ms = f64::from(lane.device.elapsed_ms(start, end)?);
@@ -283,25 +288,25 @@ impl<P: NetworkPass> GpuBackend<P> {
 
     /// One profiled pass: from kernel timestamps of a graph replay where the device can trace
     /// (CUPTI), else with every operation bracketed by device events.
-    fn profiled_pass(&self, lane: &mut Lane<P>, n: usize) -> GpuResult<()> {
-        if lane.tuned.insert(n) {
+    fn profiled_pass(&self, lane: &mut Lane<P>, batch: usize) -> GpuResult<()> {
+        if lane.tuned.insert(batch) {
             // An eager pass first: it picks the GEMM algorithms, which cannot be timed in a capture.
-            self.enqueue(lane, n, None)?;
+            self.enqueue(lane, batch, None)?;
         }
         let traced = if self.options.graph && lane.device.can_trace() {
-            self.traced_pass(lane, n)?
+            self.traced_pass(lane, batch)?
         } else {
             None
         };
         let profile = match traced {
             Some(profile) => profile,
-            None => self.event_timed_pass(lane, n)?,
+            None => self.event_timed_pass(lane, batch)?,
         };
         for op in &profile.ops {
             tracing::debug!(
                 op = op.op,
                 layer = op.layer,
-                batch = n,
+                batch,
                 flops = op.flops,
                 bytes = op.bytes,
                 gpu_us = op.ms * 1e3,
@@ -316,12 +321,12 @@ impl<P: NetworkPass> GpuBackend<P> {
     /// tracing on, and gives each operation the GPU time from its first kernel's start to the
     /// next operation's (so launch gaps count to the operation that waits for them).
     /// `None` where the trace cannot be matched to the graph's nodes (then events time the pass).
-    fn traced_pass(&self, lane: &mut Lane<P>, n: usize) -> GpuResult<Option<PassProfile>> {
+    fn traced_pass(&self, lane: &mut Lane<P>, batch: usize) -> GpuResult<Option<PassProfile>> {
         let marks = OpEvents::new(Marker::CapturedWork);
         lane.device.begin_capture()?;
         let recorded = (|| -> GpuResult<(usize, usize)> {
             let first = lane.device.captured_work()?;
-            self.enqueue(lane, n, Some(&marks))?;
+            self.enqueue(lane, batch, Some(&marks))?;
             Ok((first, lane.device.captured_work()?))
         })();
         let graph = lane.device.end_capture();
@@ -341,7 +346,7 @@ impl<P: NetworkPass> GpuBackend<P> {
             tracing::warn!(
                 traced = activities.len(),
                 nodes = last - first,
-                batch = n,
+                batch,
                 "the kernel trace does not match the graph's work nodes; timing with events instead"
             );
             return Ok(None);
@@ -349,8 +354,8 @@ impl<P: NetworkPass> GpuBackend<P> {
         let marks = marks.ops.into_inner().unwrap_or_else(|e| e.into_inner());
         let traced = attribute_trace(&marks, first, &activities);
         Ok(Some(PassProfile {
-            batch: n,
-            pass_ms: self.pass_time_ms(lane, n)?,
+            batch,
+            pass_ms: self.pass_time_ms(lane, batch)?,
             instrumented_ms: traced.span_ms,
             timing: PassTiming::KernelTrace {
                 busy_ms: traced.busy_ms,
@@ -362,14 +367,14 @@ impl<P: NetworkPass> GpuBackend<P> {
 
     /// A pass with every operation bracketed by timing events. With graphs on, the pass is
     /// captured (its events become graph nodes) and replayed, so it runs without host gaps.
-    fn event_timed_pass(&self, lane: &mut Lane<P>, n: usize) -> GpuResult<PassProfile> {
+    fn event_timed_pass(&self, lane: &mut Lane<P>, batch: usize) -> GpuResult<PassProfile> {
         let events = OpEvents::new(Marker::Event);
         if self.options.graph {
             lane.device.begin_capture()?;
         }
         let recorded = (|| -> GpuResult<(usize, usize)> {
             let first = lane.device.record_event()?;
-            self.enqueue(lane, n, Some(&events))?;
+            self.enqueue(lane, batch, Some(&events))?;
             Ok((first, lane.device.record_event()?))
         })();
         // The graph lives until the stream has run it.
@@ -402,8 +407,8 @@ impl<P: NetworkPass> GpuBackend<P> {
         let instrumented_ms = f64::from(lane.device.elapsed_ms(first, last)?);
         lane.device.clear_events();
         Ok(PassProfile {
-            batch: n,
-            pass_ms: self.pass_time_ms(lane, n)?,
+            batch,
+            pass_ms: self.pass_time_ms(lane, batch)?,
             instrumented_ms,
             timing: PassTiming::DeviceEvents,
             ops,
@@ -428,27 +433,26 @@ impl<P: NetworkPass> GpuBackend<P> {
             .layer_outputs(&ops, &lane.io, &lane.buffers, batch.len())
     }
 
-    /// Downloads the outputs of the pass of `n` positions; the flag says whether all are
+    /// Downloads the outputs of the pass of `batch` positions; the flag says whether all are
     /// finite. Each piece of the policy is checked while it is copied out of the staging
     /// memory, so the check adds no pass over memory.
-    fn outputs(&self, lane: &Lane<P>, n: usize) -> GpuResult<(BatchOutput, bool)> {
+    fn outputs(&self, lane: &Lane<P>, batch: usize) -> GpuResult<(BatchOutput, bool)> {
         // The wait has its own span, so that `copy outputs` times only the host-side copies.
-        tracing::trace_span!("wait for the pass", batch = n)
-            .in_scope(|| lane.device.synchronize())?;
-        let _span = tracing::trace_span!("copy outputs", batch = n).entered();
+        tracing::trace_span!("wait for the pass", batch).in_scope(|| lane.device.synchronize())?;
+        let _span = tracing::trace_span!("copy outputs", batch).entered();
         // The policy is copied once, from where it landed into its vector (no zero-filled
         // vector first: at batch 1024 that is 7.6 MB written twice). The device writes
         // little-endian f32, as the host.
-        let mut policy = Vec::with_capacity(n * POLICY_SIZE);
+        let mut policy = Vec::with_capacity(batch * POLICY_SIZE);
         let mut finite = true;
         lane.device.download_with(
             lane.io.policy_out.ptr(),
-            n * POLICY_SIZE * size_of::<f32>(),
+            batch * POLICY_SIZE * size_of::<f32>(),
             &mut |landed| {
                 finite &= extend_f32(&mut policy, landed);
             },
         )?;
-        let mut finished = vec![0f32; n * 3];
+        let mut finished = vec![0f32; batch * 3];
         lane.device.download(
             lane.io.finished.ptr(),
             bytemuck::cast_slice_mut(&mut finished),
@@ -600,18 +604,21 @@ mod tests {
             (252, 256),
             (256, 256),
         ];
-        for (n, padded) in cases
+        for (batch, padded) in cases
             .into_iter()
             .chain([(257, 288), (1000, 1024), (1024, 1024)])
         {
-            assert_eq!(padded_batch(n, 1024), padded, "batch {n}");
+            assert_eq!(padded_batch(batch, 1024), padded, "batch {batch}");
         }
         // Never above the buffers' size.
         assert_eq!(padded_batch(300, 300), 300);
         assert_eq!(padded_batch(1000, 1000), 1000);
-        for n in 1..=4096 {
-            let p = padded_batch(n, 4096);
-            assert!(p >= n && (p - n) * 8 <= n, "batch {n} padded to {p}");
+        for batch in 1..=4096 {
+            let p = padded_batch(batch, 4096);
+            assert!(
+                p >= batch && (p - batch) * 8 <= batch,
+                "batch {batch} padded to {p}"
+            );
         }
         let expected: Vec<usize> = (1..=16).chain((18..=32).step_by(2)).collect();
         assert_eq!(padded_sizes(32, 1024), expected);

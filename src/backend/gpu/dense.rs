@@ -2,7 +2,7 @@
 
 use half::f16;
 
-use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuResult};
+use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuError, GpuResult};
 use crate::weights::network::Dense;
 
 /// A dense layer on the device: `W[outputs][inputs]` row-major, optional `bias[outputs]`.
@@ -16,6 +16,14 @@ pub struct DenseGpu {
 impl DenseGpu {
     pub fn bias(&self) -> Option<DevicePtr> {
         self.b.as_ref().map(GpuBuffer::ptr)
+    }
+
+    /// The bias of a layer whose kernel needs one (`layer` names it in the error).
+    pub fn required_bias(&self, layer: &'static str) -> GpuResult<DevicePtr> {
+        self.bias().ok_or_else(|| GpuError::Call {
+            call: layer,
+            detail: "the layer has no bias, which its kernel needs".to_owned(),
+        })
     }
 
     /// A layer from weights already in the executor's order (`[outputs][inputs]`).

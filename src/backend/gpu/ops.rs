@@ -9,10 +9,8 @@ use half::f16;
 
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
-use crate::gpu::kernels::{DENSE_ROWS_MAX, activation_code, dense_rows_splits};
-use crate::gpu::{
-    DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuResult, KernelArg, Launch, Linear,
-};
+use crate::gpu::kernels::{DENSE_ROWS_MAX, activation_code, dense_rows_splits, launchers};
+use crate::gpu::{DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuResult, Launch, Linear};
 use crate::weights::format::Activation;
 
 use super::dense::DenseGpu;
@@ -30,9 +28,9 @@ pub struct IoBuffers {
     /// A batch's input planes, uploaded in one copy: the n·112 masks (u64), then the n·112
     /// values (f32) right after them (see [`IoBuffers::inputs`]).
     pub inputs: GpuBuffer,
-    /// `[n][1858]` f32 policy logits.
+    /// `[batch][1858]` f32 policy logits.
     pub policy_out: GpuBuffer,
-    /// `[n][3]` f32: Q, D, M.
+    /// `[batch][3]` f32: Q, D, M.
     pub finished: GpuBuffer,
 }
 
@@ -45,10 +43,10 @@ impl IoBuffers {
         })
     }
 
-    /// Where the masks and the values of an `n`-position batch lie in `inputs`.
-    pub fn inputs(&self, n: usize) -> (DevicePtr, DevicePtr) {
+    /// Where the masks and the values of a pass over `batch` positions lie in `inputs`.
+    pub fn inputs(&self, batch: usize) -> (DevicePtr, DevicePtr) {
         let masks = self.inputs.ptr();
-        (masks, masks + (n * PLANES * size_of::<u64>()) as DevicePtr)
+        (masks, self.inputs.at(batch * PLANES * size_of::<u64>()))
     }
 
     pub fn all(&self) -> [&GpuBuffer; 3] {
@@ -279,21 +277,15 @@ impl Ops<'_> {
         }
         let fused_bias = self.gemm == GemmPath::Lt;
         self.linear(layer, x, y, rows, fused_bias)?;
-        let bias = if fused_bias {
-            0
-        } else {
-            layer.bias().unwrap_or(0)
-        };
-        self.device.launch(
-            "bias_activation",
+        let bias = if fused_bias { None } else { layer.bias() };
+        launchers::bias_activation(
+            self.device,
             Launch::elements(rows * layer.outputs / 8),
-            &[
-                KernelArg::Ptr(y),
-                KernelArg::Ptr(bias),
-                KernelArg::I64(rows as i64),
-                KernelArg::I32(layer.outputs as i32),
-                KernelArg::I32(activation_code(act)),
-            ],
+            y,
+            bias,
+            rows as i64,
+            layer.outputs as i32,
+            activation_code(act),
         )
     }
 
@@ -316,57 +308,56 @@ impl Ops<'_> {
         let warps_per_block = (ROW_THREADS / self.device.info().warp_size) as usize;
         let splits = dense_rows_splits(layer.inputs, self.device.info().warp_size as usize)
             .min(warps_per_block);
-        self.device.launch(
-            "dense_rows",
-            Launch {
-                grid: [
-                    layer.outputs.div_ceil(warps_per_block / splits) as u32,
-                    1,
-                    1,
-                ],
-                block: [ROW_THREADS, 1, 1],
-                shared_bytes: 0,
-            },
-            &[
-                KernelArg::Ptr(x),
-                KernelArg::I32(layer.inputs as i32),
-                KernelArg::Ptr(layer.w.ptr()),
-                KernelArg::Ptr(if bias { layer.bias().unwrap_or(0) } else { 0 }),
-                KernelArg::Ptr(y),
-                KernelArg::I32(layer.outputs as i32),
-                KernelArg::I32(rows as i32),
-                KernelArg::I32(layer.outputs as i32),
-                KernelArg::I32(layer.inputs as i32),
-                KernelArg::I32(activation_code(act)),
-                KernelArg::I32(splits as i32),
+        let launch = Launch {
+            grid: [
+                layer.outputs.div_ceil(warps_per_block / splits) as u32,
+                1,
+                1,
             ],
+            block: [ROW_THREADS, 1, 1],
+            shared_bytes: 0,
+        };
+        let (inputs, outputs) = (layer.inputs as i32, layer.outputs as i32);
+        launchers::dense_rows(
+            self.device,
+            launch,
+            x,
+            inputs,
+            layer.w.ptr(),
+            if bias { layer.bias() } else { None },
+            y,
+            outputs,
+            rows as i32,
+            outputs,
+            inputs,
+            activation_code(act),
+            splits as i32,
         )?;
         Ok(true)
     }
 }
 
-/// `(Q, D, M)` per position into `out` (`[n][3]` f32) from the value head's output (3 WDL
-/// logits, or one value for tanh) and the moves-left head's (`mlh`, 0 for none: M = 0).
+/// `(Q, D, M)` per position into `out` (`[batch][3]` f32) from the value head's output (3 WDL
+/// logits, or one value for tanh) and the moves-left head's (`mlh`; none: M = 0).
 pub fn finish_value(
     ops: &Ops<'_>,
     (value, wdl): (DevicePtr, bool),
-    mlh: DevicePtr,
+    mlh: Option<DevicePtr>,
     out: DevicePtr,
-    n: usize,
+    batch: usize,
 ) -> GpuResult<()> {
-    ops.device.launch(
-        "value_finish",
-        Launch {
-            grid: [n.div_ceil(128) as u32, 1, 1],
-            block: [128, 1, 1],
-            shared_bytes: 0,
-        },
-        &[
-            KernelArg::Ptr(value),
-            KernelArg::I32(wdl as i32),
-            KernelArg::Ptr(mlh),
-            KernelArg::Ptr(out),
-            KernelArg::I32(n as i32),
-        ],
+    let launch = Launch {
+        grid: [batch.div_ceil(128) as u32, 1, 1],
+        block: [128, 1, 1],
+        shared_bytes: 0,
+    };
+    launchers::value_finish(
+        ops.device,
+        launch,
+        value,
+        wdl as i32,
+        mlh,
+        out,
+        batch as i32,
     )
 }

@@ -17,14 +17,14 @@ pub trait NetworkPass: Send + Sync + 'static {
     /// Every buffer of `buffers`, for filling and counting.
     fn each_buffer(buffers: &Self::Buffers) -> Vec<&GpuBuffer>;
 
-    /// Enqueues the pass of `n` positions whose inputs are in `io`; it leaves the policy
+    /// Enqueues the pass of `batch` positions whose inputs are in `io`; it leaves the policy
     /// logits and (Q, D, M) in `io`'s outputs. No host synchronisation.
     fn enqueue(
         &self,
         ops: &Ops<'_>,
         io: &IoBuffers,
         buffers: &Self::Buffers,
-        n: usize,
+        batch: usize,
     ) -> GpuResult<()>;
 
     /// The residual stream after the body's first layer and after each later one (eager

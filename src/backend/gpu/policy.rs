@@ -1,11 +1,12 @@
 //! The attention policy head, on an attention body's output or a residual tower's (both
-//! square-major `[n·64][C]`): embedding, query and key in one GEMM, scaled `Q·Kᵀ` per
+//! square-major `[batch·64][C]`): embedding, query and key in one GEMM, scaled `Q·Kᵀ` per
 //! position, then `policy_finish` maps the 64·64 moves and the promotions to the 1858 logits.
 
 use super::dense::{DenseGpu, dense, stacked, upload_f16, upload_i16};
 use super::ops::{Cost, HALF, Ops, ROW_THREADS, SQUARES, linear_cost};
 use crate::chess::policy_index::attention_policy_map;
-use crate::gpu::{BatchedProduct, DevicePtr, GpuBuffer, GpuDevice, GpuResult, KernelArg, Launch};
+use crate::gpu::kernels::launchers;
+use crate::gpu::{BatchedProduct, DevicePtr, GpuBuffer, GpuDevice, GpuResult, Launch};
 use crate::weights::format::Activation;
 use crate::weights::network::PolicyHead;
 
@@ -56,27 +57,27 @@ impl PolicyGpu {
         })
     }
 
-    /// FLOPs and bytes of the head over `n` positions.
-    pub fn cost(&self, n: usize) -> Cost {
-        let rows = n * SQUARES;
+    /// FLOPs and bytes of the head over `batch` positions.
+    pub fn cost(&self, batch: usize) -> Cost {
+        let rows = batch * SQUARES;
         let logits = Cost {
-            flops: 2 * (n * SQUARES * SQUARES * self.dp) as u64,
-            bytes: (HALF * n * SQUARES * SQUARES) as u64,
+            flops: 2 * (batch * SQUARES * SQUARES * self.dp) as u64,
+            bytes: (HALF * batch * SQUARES * SQUARES) as u64,
         };
         linear_cost(&self.embedding, rows) + linear_cost(&self.query_key, rows) + logits
     }
 
-    /// The head over `input` (`[n·64][inputs]`), its embedding activated by `act`, into the
-    /// f32 logits at `out` (`[n][1858]`).
+    /// The head over `input` (`[batch·64][inputs]`), its embedding activated by `act`, into
+    /// the f32 logits at `out` (`[batch][1858]`).
     pub fn enqueue(
         &self,
         ops: &Ops<'_>,
         (input, act): (DevicePtr, Activation),
         b: &PolicyBuffers,
         out: DevicePtr,
-        n: usize,
+        batch: usize,
     ) -> GpuResult<()> {
-        let rows = n * SQUARES;
+        let rows = batch * SQUARES;
         ops.dense_act(&self.embedding, input, b.embedding.ptr(), rows, act)?;
         ops.linear(
             &self.query_key,
@@ -88,7 +89,7 @@ impl PolicyGpu {
         let dp = self.dp;
         let keys = b.query_key.at(dp * HALF);
         ops.device.batched_product(&BatchedProduct {
-            batch: n,
+            batch,
             m: SQUARES,
             n: SQUARES,
             k: dp,
@@ -103,22 +104,21 @@ impl PolicyGpu {
             ldc: SQUARES,
             stride_c: SQUARES * SQUARES,
         })?;
-        ops.device.launch(
-            "policy_finish",
-            Launch {
-                grid: [n as u32, POLICY_RAW.div_ceil(ROW_THREADS), 1],
-                block: [ROW_THREADS, 1, 1],
-                shared_bytes: 0,
-            },
-            &[
-                KernelArg::Ptr(b.logits.ptr()),
-                KernelArg::Ptr(keys),
-                KernelArg::I32((2 * dp) as i32),
-                KernelArg::Ptr(self.promotion.ptr()),
-                KernelArg::I32(dp as i32),
-                KernelArg::Ptr(self.map.ptr()),
-                KernelArg::Ptr(out),
-            ],
+        let launch = Launch {
+            grid: [batch as u32, POLICY_RAW.div_ceil(ROW_THREADS), 1],
+            block: [ROW_THREADS, 1, 1],
+            shared_bytes: 0,
+        };
+        launchers::policy_finish(
+            ops.device,
+            launch,
+            b.logits.ptr(),
+            keys,
+            (2 * dp) as i32,
+            self.promotion.ptr(),
+            dp as i32,
+            self.map.ptr(),
+            out,
         )
     }
 }

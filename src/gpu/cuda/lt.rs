@@ -101,7 +101,7 @@ impl Library {
         use sys::cublasLtMatmulDescAttributes_t as A;
         if let Some(bias) = op.bias {
             // SAFETY: BIAS_POINTER takes a device pointer; the bias outlives the call.
-            unsafe { desc.set(A::CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias) }?;
+            unsafe { desc.set(A::CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias.raw()) }?;
         }
         let (alpha, beta) = (1.0f32, 0.0f32);
         let [w, x, y] = layouts;
@@ -113,13 +113,13 @@ impl Library {
                 desc.raw(),
                 (&alpha as *const f32).cast(),
                 (&beta as *const f32).cast(),
-                op.w as *const c_void,
+                op.w.raw() as *const c_void,
                 w.raw(),
-                op.x as *const c_void,
+                op.x.raw() as *const c_void,
                 x.raw(),
-                op.y as *const c_void,
+                op.y.raw() as *const c_void,
                 y.raw(),
-                op.y as *mut c_void,
+                op.y.raw() as *mut c_void,
                 y.raw(),
                 &algo,
                 self.workspace_address as *mut c_void,

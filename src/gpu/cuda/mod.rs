@@ -17,16 +17,16 @@ use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr as _, LaunchConfig,
     PinnedHostSlice, PushKernelArg,
 };
 
 use super::events::EventLog;
 use super::gemm::{self, ColumnMajorGemm};
-use super::staging::{self, PinnedBuffer, Staging};
+use super::staging::{PinnedBuffer, Staging};
 use super::{
-    BatchedProduct, DeviceInfo, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph, GpuResult,
-    KernelArg, Launch, Linear, library_error,
+    BatchedProduct, DeviceInfo, DevicePtr, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph,
+    GpuResult, KernelArg, Launch, Linear, library_error,
 };
 
 /// The names of the CUDA libraries lc0rs loads (driver, NVRTC, cuBLAS, cuBLASLt) as this
@@ -231,13 +231,14 @@ impl GpuDevice for CudaDevice {
         // SAFETY: uninitialised device memory; callers write before they read.
         let slice: CudaSlice<u8> = unsafe { self.stream.alloc::<u8>(bytes.max(1)) }
             .map_err(library_error("cuMemAlloc"))?;
-        let ptr = slice.device_ptr(&self.stream).0;
+        // SAFETY: the address of the allocation the buffer owns.
+        let ptr = unsafe { DevicePtr::from_raw(slice.device_ptr(&self.stream).0) };
         Ok(GpuBuffer::new(ptr, bytes, Box::new(slice)))
     }
 
     fn upload_with(
         &self,
-        dst: u64,
+        dst: DevicePtr,
         bytes: usize,
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> GpuResult<()> {
@@ -248,64 +249,73 @@ impl GpuDevice for CudaDevice {
             // SAFETY: dst is a device buffer of at least `bytes` bytes (checked by callers);
             // the driver copies pageable sources before returning.
             return unsafe {
-                cudarc::driver::result::memcpy_htod_async(dst, &src, self.stream.cu_stream())
+                cudarc::driver::result::memcpy_htod_async(dst.raw(), &src, self.stream.cu_stream())
             }
             .map_err(library_error("cuMemcpyHtoDAsync"));
         }
-        self.staging.with_bytes(
+        self.staging.upload(
             bytes,
             |len| self.pinned(len),
-            |pinned| {
-                fill(pinned);
+            fill,
+            |staged| {
                 // SAFETY: dst is a device buffer of at least `bytes` bytes; the staging memory
-                // is not reused before the copy completes (we wait for it below).
+                // is not reused before the copy completes (`upload` waits for it).
                 unsafe {
-                    cudarc::driver::result::memcpy_htod_async(dst, pinned, self.stream.cu_stream())
+                    cudarc::driver::result::memcpy_htod_async(
+                        dst.raw(),
+                        staged,
+                        self.stream.cu_stream(),
+                    )
                 }
-                .map_err(library_error("cuMemcpyHtoDAsync"))?;
-                self.synchronize()
+                .map_err(library_error("cuMemcpyHtoDAsync"))
             },
+            || self.synchronize(),
         )
     }
 
-    fn download_with(&self, src: u64, bytes: usize, read: &mut dyn FnMut(&[u8])) -> GpuResult<()> {
+    fn download_with(
+        &self,
+        src: DevicePtr,
+        bytes: usize,
+        read: &mut dyn FnMut(&[u8]),
+    ) -> GpuResult<()> {
         self.bind()?;
-        self.staging.with_bytes(
+        self.staging.download(
             bytes,
             |len| self.pinned(len),
-            |pinned| {
-                staging::download_in_pieces(
-                    pinned,
-                    |range, piece| {
-                        // SAFETY: src is a device buffer of at least `bytes` bytes; the piece
-                        // is read only after its event says the copy has landed.
-                        unsafe {
-                            cudarc::driver::result::memcpy_dtoh_async(
-                                piece,
-                                src + range.start as u64,
-                                self.stream.cu_stream(),
-                            )
-                        }
-                        .map_err(library_error("cuMemcpyDtoHAsync"))?;
-                        self.stream
-                            .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
-                            .map_err(library_error("cuEventRecord"))
-                    },
-                    |landed| {
-                        landed
-                            .synchronize()
-                            .map_err(library_error("cuEventSynchronize"))
-                    },
-                    read,
-                )
+            |range, piece| {
+                // SAFETY: src is a device buffer of at least `bytes` bytes; the piece is read
+                // only after its event says the copy has landed.
+                unsafe {
+                    cudarc::driver::result::memcpy_dtoh_async(
+                        piece,
+                        src.raw() + range.start as u64,
+                        self.stream.cu_stream(),
+                    )
+                }
+                .map_err(library_error("cuMemcpyDtoHAsync"))?;
+                self.stream
+                    .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                    .map_err(library_error("cuEventRecord"))
             },
+            |landed| {
+                landed
+                    .synchronize()
+                    .map_err(library_error("cuEventSynchronize"))
+            },
+            read,
         )
     }
 
-    fn fill(&self, dst: u64, bytes: usize, value: u8) -> GpuResult<()> {
+    fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()> {
         // SAFETY: dst is a device buffer of at least `bytes` bytes.
         unsafe {
-            cudarc::driver::result::memset_d8_async(dst, value, bytes, self.stream.cu_stream())
+            cudarc::driver::result::memset_d8_async(
+                dst.raw(),
+                value,
+                bytes,
+                self.stream.cu_stream(),
+            )
         }
         .map_err(library_error("cuMemsetD8Async"))
     }
@@ -315,22 +325,20 @@ impl GpuDevice for CudaDevice {
             .functions
             .get(kernel)
             .ok_or_else(|| GpuError::UnknownKernel(kernel.to_owned()))?;
+        // Each argument in an 8-byte slot: the driver reads as many of its first bytes as the
+        // kernel's parameter has.
+        let slots: Vec<u64> = args.iter().map(|a| a.slot()).collect();
         let mut builder = self.stream.launch_builder(f);
-        for arg in args {
-            match arg {
-                KernelArg::Ptr(p) => builder.arg(p),
-                KernelArg::I32(v) => builder.arg(v),
-                KernelArg::I64(v) => builder.arg(v),
-                KernelArg::F32(v) => builder.arg(v),
-            };
+        for slot in &slots {
+            builder.arg(slot);
         }
         let cfg = LaunchConfig {
             grid_dim: (launch.grid[0], launch.grid[1], launch.grid[2]),
             block_dim: (launch.block[0], launch.block[1], launch.block[2]),
             shared_mem_bytes: launch.shared_bytes,
         };
-        // SAFETY: the argument list matches the kernel's signature in hip/kernels.hip (the
-        // executor is the only caller and is tested against the CPU).
+        // SAFETY: the argument list matches the kernel's signature in hip/ (the typed
+        // launchers are the only callers; a test checks them against the kernel sources).
         unsafe { builder.launch(cfg) }
             .map(|_| ())
             .map_err(library_error("cuLaunchKernel"))

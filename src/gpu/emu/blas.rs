@@ -136,7 +136,7 @@ pub fn lt_matmul(memory: &Allocations, op: &LtMatmul) -> GpuResult<()> {
     let gemm = op.as_gemm()?;
     check_operands(memory, &gemm, HIPBLASLT_CALL)?;
     if let Some(bias) = op.epilogue.bias {
-        check_range(memory, HIPBLASLT_CALL, "bias", bias, gemm.m)?;
+        check_range(memory, HIPBLASLT_CALL, "bias", bias.raw(), gemm.m)?;
     }
     run(&gemm, &op.epilogue);
     Ok(())
@@ -174,7 +174,7 @@ fn check_operands(memory: &Allocations, g: &ColumnMajorGemm, call: &'static str)
             continue;
         }
         let elements = (g.batch - 1) * stride + (l.cols - 1) * l.ld + l.rows;
-        check_range(memory, call, name, at, elements)?;
+        check_range(memory, call, name, at.raw(), elements)?;
     }
     Ok(())
 }
@@ -183,7 +183,7 @@ fn check_range(
     memory: &Allocations,
     call: &'static str,
     name: &str,
-    at: DevicePtr,
+    at: u64,
     elements: usize,
 ) -> GpuResult<()> {
     if !at.is_multiple_of(2) || !memory.contains(at, elements * 2) {
@@ -201,18 +201,18 @@ fn check_range(
 fn run(g: &ColumnMajorGemm, epilogue: &EpilogueOnCpu) {
     let bias: Vec<f32> = epilogue
         .bias
-        .map(|at| read_f16(at, 0, g.m))
+        .map(|at| read_f16(at.raw(), 0, g.m))
         .unwrap_or_default();
     for batch in 0..g.batch {
         // op(A) as m×k row-major and op(B) as k×n column-major in f32: both read along k.
         let a = gather(
-            g.a + (batch * g.stride_a * 2) as u64,
+            g.a.raw() + (batch * g.stride_a * 2) as u64,
             g.lda,
             g.transpose_a,
             (g.m, g.k),
         );
         let b = gather_columns(
-            g.b + (batch * g.stride_b * 2) as u64,
+            g.b.raw() + (batch * g.stride_b * 2) as u64,
             g.ldb,
             g.transpose_b,
             (g.k, g.n),
@@ -242,7 +242,7 @@ fn run(g: &ColumnMajorGemm, epilogue: &EpilogueOnCpu) {
                 gemm::Parallelism::Rayon(0),
             );
         }
-        let c = g.c + (batch * g.stride_c * 2) as u64;
+        let c = g.c.raw() + (batch * g.stride_c * 2) as u64;
         for j in 0..g.n {
             let column = (0..g.m).map(|i| {
                 let v = product[i + j * g.m] + bias.get(i).copied().unwrap_or(0.0);
@@ -267,20 +267,20 @@ fn activate(v: f32, activation: LtActivation) -> f32 {
 }
 
 /// `count` fp16 values from `at + offset` elements, as f32.
-fn read_f16(at: DevicePtr, offset: usize, count: usize) -> Vec<f32> {
+fn read_f16(at: u64, offset: usize, count: usize) -> Vec<f32> {
     // SAFETY: callers checked the range against the live buffers; fp16 alignment checked too.
     let values = unsafe { std::slice::from_raw_parts((at as *const f16).add(offset), count) };
     values.iter().map(|v| v.to_f32()).collect()
 }
 
 /// The fp16 value `offset` elements from `at`, as f32.
-fn read_one(at: DevicePtr, offset: usize) -> f32 {
+fn read_one(at: u64, offset: usize) -> f32 {
     // SAFETY: as for read_f16.
     unsafe { (at as *const f16).add(offset).read() }.to_f32()
 }
 
 /// op(X) (`rows × cols`) of the column-major X at `at` (leading dimension `ld`), row-major.
-fn gather(at: DevicePtr, ld: usize, transposed: bool, (rows, cols): (usize, usize)) -> Vec<f32> {
+fn gather(at: u64, ld: usize, transposed: bool, (rows, cols): (usize, usize)) -> Vec<f32> {
     let mut out = Vec::with_capacity(rows * cols);
     for i in 0..rows {
         if transposed {
@@ -294,12 +294,7 @@ fn gather(at: DevicePtr, ld: usize, transposed: bool, (rows, cols): (usize, usiz
 }
 
 /// op(X) (`rows × cols`) of the column-major X at `at`, column-major and contiguous.
-fn gather_columns(
-    at: DevicePtr,
-    ld: usize,
-    transposed: bool,
-    (rows, cols): (usize, usize),
-) -> Vec<f32> {
+fn gather_columns(at: u64, ld: usize, transposed: bool, (rows, cols): (usize, usize)) -> Vec<f32> {
     let mut out = Vec::with_capacity(rows * cols);
     for j in 0..cols {
         if transposed {
@@ -324,13 +319,13 @@ mod tests {
         let b = memory.alloc(values.len() * 2).unwrap();
         for (i, v) in values.iter().enumerate() {
             // SAFETY: inside the buffer just allocated.
-            unsafe { (b.ptr() as *mut f16).add(i).write(f16::from_f32(*v)) };
+            unsafe { (b.ptr().raw() as *mut f16).add(i).write(f16::from_f32(*v)) };
         }
         b
     }
 
     fn values(b: &GpuBuffer) -> Vec<f32> {
-        read_f16(b.ptr(), 0, b.bytes() / 2)
+        read_f16(b.ptr().raw(), 0, b.bytes() / 2)
     }
 
     /// Small integers (exact in fp16, products exact in f32).

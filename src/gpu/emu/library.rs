@@ -95,9 +95,8 @@ impl KernelLibrary {
         // HIP-CPU's runtime.
         let library =
             unsafe { libloading::Library::new(&path) }.map_err(|e| load_error(&path, e))?;
-        let entries = kernels::KERNEL_NAMES
-            .iter()
-            .map(|&name| {
+        let entries = kernels::shared_kernel_names()
+            .map(|name| {
                 let symbol = format!("lc0rs_launch_{name}\0");
                 // SAFETY: every entry point has the EntryPoint signature (LC0RS_ENTRY in entry.h).
                 let entry = unsafe { library.get::<EntryPoint>(symbol.as_bytes()) }
@@ -168,8 +167,7 @@ fn load_error(path: &Path, e: libloading::Error) -> GpuError {
 
 /// The translation unit: the kernels, then one entry point per shared kernel.
 fn source() -> String {
-    let entries: String = kernels::KERNEL_NAMES
-        .iter()
+    let entries: String = kernels::shared_kernel_names()
         .map(|name| format!("LC0RS_ENTRY({name})\n"))
         .collect();
     format!("{}\n{ENTRY_POINTS}\n{entries}", kernels::source())
@@ -348,7 +346,7 @@ mod tests {
     #[test]
     fn every_shared_kernel_gets_an_entry_point() {
         let src = source();
-        for name in kernels::KERNEL_NAMES {
+        for name in kernels::shared_kernel_names() {
             assert!(src.contains(&format!("\nLC0RS_ENTRY({name})\n")), "{name}");
         }
         assert!(!src.contains("LC0RS_ENTRY(attention_mma_"));

@@ -15,7 +15,7 @@ const ALIGNMENT: usize = 256;
 /// The live allocations of one emulated GPU: start address → size in bytes.
 #[derive(Debug, Default)]
 pub struct Allocations {
-    live: Mutex<BTreeMap<DevicePtr, usize>>,
+    live: Mutex<BTreeMap<u64, usize>>,
 }
 
 impl Allocations {
@@ -35,14 +35,17 @@ impl Allocations {
                 detail: format!("out of host memory for {bytes} bytes"),
             });
         }
-        let address = ptr as DevicePtr;
+        let address = ptr as u64;
         self.lock().insert(address, bytes);
         let owner = Allocation {
             ptr: address,
             layout,
             registry: self.clone(),
         };
-        Ok(GpuBuffer::new(address, bytes, Box::new(owner)))
+        // SAFETY: the address of the allocation the buffer owns (host memory the emulated
+        // device's kernels and copies work on).
+        let ptr = unsafe { DevicePtr::from_raw(address) };
+        Ok(GpuBuffer::new(ptr, bytes, Box::new(owner)))
     }
 
     /// Bytes allocated and not yet freed.
@@ -51,7 +54,7 @@ impl Allocations {
     }
 
     /// Whether `[start, start + bytes)` lies inside one live allocation.
-    pub fn contains(&self, start: DevicePtr, bytes: usize) -> bool {
+    pub fn contains(&self, start: u64, bytes: usize) -> bool {
         let live = self.lock();
         live.range(..=start)
             .next_back()
@@ -62,14 +65,14 @@ impl Allocations {
             })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<DevicePtr, usize>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, usize>> {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 /// One allocation, freed on drop.
 struct Allocation {
-    ptr: DevicePtr,
+    ptr: u64,
     layout: Layout,
     registry: Arc<Allocations>,
 }
@@ -96,13 +99,13 @@ mod tests {
     fn ranges_are_checked_against_live_allocations() {
         let registry = Arc::new(Allocations::default());
         let a = registry.alloc(1000).unwrap();
-        assert_eq!(a.ptr() % ALIGNMENT as u64, 0);
-        assert!(registry.contains(a.ptr(), 1000));
-        assert!(registry.contains(a.ptr() + 998, 2));
-        assert!(!registry.contains(a.ptr() + 999, 2));
-        assert!(!registry.contains(a.ptr() - 1, 1));
+        let start = a.ptr().raw();
+        assert_eq!(start % ALIGNMENT as u64, 0);
+        assert!(registry.contains(start, 1000));
+        assert!(registry.contains(start + 998, 2));
+        assert!(!registry.contains(start + 999, 2));
+        assert!(!registry.contains(start - 1, 1));
         assert_eq!(registry.used(), 1000);
-        let start = a.ptr();
         drop(a);
         assert!(!registry.contains(start, 1));
         assert_eq!(registry.used(), 0);
@@ -113,7 +116,7 @@ mod tests {
         let registry = Arc::new(Allocations::default());
         let a = registry.alloc(64).unwrap();
         // SAFETY: a live 64-byte allocation.
-        let bytes = unsafe { std::slice::from_raw_parts(a.ptr() as *const u8, 64) };
+        let bytes = unsafe { std::slice::from_raw_parts(a.ptr().raw() as *const u8, 64) };
         assert!(bytes.iter().all(|&b| b == 0));
     }
 }

@@ -132,13 +132,13 @@ impl EmuDevice {
                 detail: "a synchronous copy during graph capture".to_owned(),
             });
         }
-        if bytes > 0 && !self.shared.memory.contains(at, bytes) {
+        if bytes > 0 && !self.shared.memory.contains(at.raw(), bytes) {
             return Err(GpuError::Call {
                 call,
                 detail: format!("{bytes} bytes at {at:#x} are not inside one live buffer"),
             });
         }
-        Ok(at as *mut u8)
+        Ok(at.raw() as *mut u8)
     }
 }
 
@@ -147,14 +147,14 @@ fn run(shared: &Shared, work: &Work) -> GpuResult<()> {
     match work {
         Work::Kernel { name, launch, args } => shared.kernels.launch(name, *launch, args),
         Work::Fill { dst, bytes, value } => {
-            if !shared.memory.contains(*dst, *bytes) {
+            if !shared.memory.contains(dst.raw(), *bytes) {
                 return Err(GpuError::Call {
                     call: "hipMemsetAsync (emulated)",
                     detail: format!("{bytes} bytes at {dst:#x} are not inside one live buffer"),
                 });
             }
             // SAFETY: checked to lie inside a live allocation.
-            unsafe { std::ptr::write_bytes(*dst as *mut u8, *value, *bytes) };
+            unsafe { std::ptr::write_bytes(dst.raw() as *mut u8, *value, *bytes) };
             Ok(())
         }
         Work::Rocblas(g) => blas::rocblas_gemm(&shared.memory, g),

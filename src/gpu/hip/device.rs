@@ -23,10 +23,10 @@ use ::rocblas::safe::Handle as RocblasHandle;
 use super::lt::LtCache;
 use crate::gpu::events::EventLog;
 use crate::gpu::gemm::{self, ColumnMajorGemm};
-use crate::gpu::staging::{self, PinnedBuffer, Staging};
+use crate::gpu::staging::{PinnedBuffer, Staging};
 use crate::gpu::{
-    BatchedProduct, DeviceInfo, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph, GpuResult,
-    KernelArg, Launch, Linear, kernels,
+    BatchedProduct, DeviceInfo, DevicePtr, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph,
+    GpuResult, KernelArg, Launch, Linear, kernels,
 };
 
 /// rocBLAS' workspace, set once so that no GEMM allocates during graph capture (docs/gpu-apis.md §3.2).
@@ -95,9 +95,8 @@ impl HipDevice {
         let info = device_info(&hip, ordinal)?;
         let code = compile_for(&hip, &info.arch, info.warp_size)?;
         let module = Arc::new(Module::load(&hip, &code).map_err(GpuError::Hip)?);
-        let functions = kernels::KERNEL_NAMES
-            .iter()
-            .map(|&name| Ok((name, module.function(name).map_err(GpuError::Hip)?)))
+        let functions = kernels::shared_kernel_names()
+            .map(|name| Ok((name, module.function(name).map_err(GpuError::Hip)?)))
             .collect::<GpuResult<HashMap<_, _>>>()?;
         Self::with_stream(hip, ordinal, info, module, functions, time_gemm_candidates)
     }
@@ -167,13 +166,13 @@ impl HipDevice {
             k: g.k as i32,
             alpha: g.alpha,
             beta: 0.0,
-            a: g.a,
+            a: g.a.raw(),
             lda: g.lda as i32,
             stride_a: g.stride_a as i64,
-            b: g.b,
+            b: g.b.raw(),
             ldb: g.ldb as i32,
             stride_b: g.stride_b as i64,
-            c: g.c,
+            c: g.c.raw(),
             ldc: g.ldc as i32,
             stride_c: g.stride_c as i64,
             batch: g.batch as i32,
@@ -270,79 +269,81 @@ impl GpuDevice for HipDevice {
     fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer> {
         self.bind()?;
         let memory = DeviceMemory::alloc(&self.hip, bytes).map_err(GpuError::Hip)?;
-        Ok(GpuBuffer::new(memory.address(), bytes, Box::new(memory)))
+        // SAFETY: the address of the allocation the buffer owns.
+        let ptr = unsafe { DevicePtr::from_raw(memory.address()) };
+        Ok(GpuBuffer::new(ptr, bytes, Box::new(memory)))
     }
 
     fn upload_with(
         &self,
-        dst: u64,
+        dst: DevicePtr,
         bytes: usize,
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> GpuResult<()> {
         self.bind()?;
-        self.staging.with_bytes(
+        self.staging.upload(
             bytes,
             |len| pinned(&self.hip, len),
-            |pinned| {
-                fill(pinned);
+            fill,
+            |staged| {
                 // SAFETY: dst is a device buffer of at least `bytes` bytes; the staging memory
-                // is not touched again before the copy completes (we wait for it below).
+                // is not touched again before the copy completes (`upload` waits for it).
                 unsafe {
                     hip::memcpy_async(
                         &self.hip,
-                        dst as *mut c_void,
-                        pinned.as_ptr().cast(),
-                        bytes,
+                        dst.raw() as *mut c_void,
+                        staged.as_ptr().cast(),
+                        staged.len(),
                         MEMCPY_HOST_TO_DEVICE,
                         self.stream.handle(),
                     )
                 }
-                .map_err(GpuError::Hip)?;
-                self.synchronize()
+                .map_err(GpuError::Hip)
             },
+            || self.synchronize(),
         )
     }
 
-    fn download_with(&self, src: u64, bytes: usize, read: &mut dyn FnMut(&[u8])) -> GpuResult<()> {
+    fn download_with(
+        &self,
+        src: DevicePtr,
+        bytes: usize,
+        read: &mut dyn FnMut(&[u8]),
+    ) -> GpuResult<()> {
         self.bind()?;
-        self.staging.with_bytes(
+        self.staging.download(
             bytes,
             |len| pinned(&self.hip, len),
-            |pinned| {
-                staging::download_in_pieces(
-                    pinned,
-                    |range, piece| {
-                        // SAFETY: src is a device buffer of at least `bytes` bytes; the piece
-                        // is read only after its event says the copy has landed.
-                        unsafe {
-                            hip::memcpy_async(
-                                &self.hip,
-                                piece.as_mut_ptr().cast(),
-                                (src + range.start as u64) as *const c_void,
-                                piece.len(),
-                                MEMCPY_DEVICE_TO_HOST,
-                                self.stream.handle(),
-                            )
-                        }
-                        .map_err(GpuError::Hip)?;
-                        let landed = Event::new(&self.hip)?;
-                        landed.record(&self.stream)?;
-                        Ok(landed)
-                    },
-                    |landed| Ok(landed.synchronize()?),
-                    read,
-                )
+            |range, piece| {
+                // SAFETY: src is a device buffer of at least `bytes` bytes; the piece is read
+                // only after its event says the copy has landed.
+                unsafe {
+                    hip::memcpy_async(
+                        &self.hip,
+                        piece.as_mut_ptr().cast(),
+                        (src.raw() + range.start as u64) as *const c_void,
+                        piece.len(),
+                        MEMCPY_DEVICE_TO_HOST,
+                        self.stream.handle(),
+                    )
+                }
+                .map_err(GpuError::Hip)?;
+                let landed = Event::new(&self.hip)?;
+                landed.record(&self.stream)?;
+                Ok(landed)
             },
+            |landed| Ok(landed.synchronize()?),
+            read,
         )
     }
 
-    fn fill(&self, dst: u64, bytes: usize, value: u8) -> GpuResult<()> {
+    fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: dst is a device buffer of at least `bytes` bytes.
         unsafe {
             hip::memset_async(
                 &self.hip,
-                dst as *mut c_void,
+                dst.raw() as *mut c_void,
                 value,
                 bytes,
                 self.stream.handle(),
@@ -475,7 +476,8 @@ mod tests {
     #[test]
     fn kernel_arguments_sit_at_the_start_of_their_slots() {
         let slots = argument_slots(&[
-            KernelArg::Ptr(0x7f00_1234_5678),
+            // SAFETY: only turned into an argument slot, never used on a device.
+            KernelArg::Ptr(Some(unsafe { DevicePtr::from_raw(0x7f00_1234_5678) })),
             KernelArg::I32(-2),
             KernelArg::I64(-3),
             KernelArg::F32(1.5),

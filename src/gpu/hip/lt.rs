@@ -103,14 +103,14 @@ impl Library {
     ) -> GpuResult<()> {
         if let Some(bias) = op.bias {
             // SAFETY: BIAS_POINTER takes a device pointer; the bias outlives the call.
-            unsafe { desc.set(DESC_BIAS_POINTER, bias) }?;
+            unsafe { desc.set(DESC_BIAS_POINTER, bias.raw()) }?;
         }
         let [w, x, y] = layouts;
         let matmul = Matmul {
             desc: desc.raw(),
-            a: (op.w, w.raw()),
-            b: (op.x, x.raw()),
-            d: (op.y, y.raw()),
+            a: (op.w.raw(), w.raw()),
+            b: (op.x.raw(), x.raw()),
+            d: (op.y.raw(), y.raw()),
             alpha: 1.0,
             beta: 0.0,
             workspace: self.workspace.address(),

@@ -164,7 +164,7 @@ fn compile_source(hip: &Hip, arch: &str, wave: u32) -> Result<Vec<u8>, GpuError>
         arch: arch.to_owned(),
         log: e.to_string(),
     })?;
-    for name in kernels::KERNEL_NAMES {
+    for name in kernels::shared_kernel_names() {
         if !code
             .windows(name.len() + 1)
             .any(|w| &w[..name.len()] == name.as_bytes() && w[name.len()] == 0)

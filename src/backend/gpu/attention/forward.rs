@@ -7,9 +7,9 @@ use crate::backend::gpu::ops::{
     Cost, HALF, IoBuffers, Ops, ROW_THREADS, SQUARES, finish_value, linear_cost, pass_cost,
 };
 use crate::gpu::kernels::{
-    AttentionKernel, activation_code, attention_launch, layer_norm_warp_kernel,
+    AttentionKernel, activation_code, attention_launch, launchers, layer_norm_warp_kernel,
 };
-use crate::gpu::{DevicePtr, GpuResult, KernelArg, Launch};
+use crate::gpu::{DevicePtr, GpuResult, Launch};
 use crate::weights::format::{Activation, NetFormat};
 
 /// Threads of the block-per-row LayerNorm for rows wider than this (smolgen's 6144-wide rows).
@@ -21,7 +21,7 @@ fn block_threads_for_row(cols: usize) -> u32 {
     if cols > WIDE_ROW { 1024 } else { ROW_THREADS }
 }
 
-/// Enqueues one forward pass of `n` positions whose inputs are already on the device.
+/// Enqueues one forward pass of `batch` positions whose inputs are already on the device.
 pub struct Forward<'a> {
     pub ops: Ops<'a>,
     pub net: &'a NetworkGpu,
@@ -59,56 +59,52 @@ impl Forward<'_> {
         rows: usize,
         cols: usize,
     ) -> GpuResult<()> {
-        let (gamma, beta) = (
-            KernelArg::Ptr(ln.gamma.ptr()),
-            KernelArg::Ptr(ln.beta.ptr()),
-        );
-        let (bias, skip) = (
-            KernelArg::Ptr(bias.unwrap_or(0)),
-            KernelArg::Ptr(skip.unwrap_or(0)),
-        );
-        let warp_kernel =
-            layer_norm_warp_kernel(cols, self.ops.device.info().warp_size as usize, act);
+        let device = self.ops.device;
+        let (gamma, beta) = (ln.gamma.ptr(), ln.beta.ptr());
+        let warp_kernel = layer_norm_warp_kernel(cols, device.info().warp_size as usize, act);
         if let (Some(kernel), true) = (warp_kernel, cols.is_multiple_of(8)) {
             // One warp per row.
-            let rows_per_block = (ROW_THREADS / self.ops.device.info().warp_size) as usize;
+            let rows_per_block = (ROW_THREADS / device.info().warp_size) as usize;
             let launch = Launch {
                 grid: [rows.div_ceil(rows_per_block) as u32, 1, 1],
                 block: [ROW_THREADS, 1, 1],
                 shared_bytes: 0,
             };
-            let args = [
-                KernelArg::Ptr(out),
-                KernelArg::Ptr(input),
+            return launchers::layer_norm_warp(
+                device,
+                kernel,
+                launch,
+                out,
+                input,
                 bias,
-                KernelArg::F32(alpha),
+                alpha,
                 skip,
                 gamma,
                 beta,
-                KernelArg::F32(ln.eps),
-                KernelArg::I32(rows as i32),
-                KernelArg::I32(cols as i32),
-            ];
-            return self.ops.device.launch(kernel, launch, &args);
+                ln.eps,
+                rows as i32,
+                cols as i32,
+            );
         }
         let launch = Launch {
             grid: [rows as u32, 1, 1],
             block: [block_threads_for_row(cols), 1, 1],
             shared_bytes: (cols * size_of::<f32>()) as u32,
         };
-        let args = [
-            KernelArg::Ptr(out),
-            KernelArg::Ptr(input),
+        launchers::layer_norm(
+            device,
+            launch,
+            out,
+            input,
             bias,
-            KernelArg::I32(activation_code(act)),
-            KernelArg::F32(alpha),
+            activation_code(act),
+            alpha,
             skip,
             gamma,
             beta,
-            KernelArg::F32(ln.eps),
-            KernelArg::I32(cols as i32),
-        ];
-        self.ops.device.launch("layer_norm", launch, &args)
+            ln.eps,
+            cols as i32,
+        )
     }
 
     /// `x = LN(x + alpha·(tmp + bias))` over the residual stream: the residual connection after
@@ -128,69 +124,65 @@ impl Forward<'_> {
         )
     }
 
-    pub fn enqueue(&self, n: usize) -> GpuResult<()> {
-        let (net, rows) = (self.net, n * SQUARES);
+    pub fn enqueue(&self, batch: usize) -> GpuResult<()> {
+        let (net, rows) = (self.net, batch * SQUARES);
         let embedding =
             linear_cost(&net.embedding, rows) + pass_cost(rows * self.shapes.input_width, 0);
-        self.op("embedding", None, embedding, || self.embed(n))?;
+        self.op("embedding", None, embedding, || self.embed(batch))?;
         for layer in 0..net.encoders.len() {
-            self.encoder(layer, n)?;
+            self.encoder(layer, batch)?;
         }
         let p = &net.policy;
         let (b, act) = (self.buffers, self.format.default_activation);
-        self.op("policy head", None, p.cost(n), || {
+        self.op("policy head", None, p.cost(batch), || {
             p.enqueue(
                 &self.ops,
                 (b.x.ptr(), act),
                 &b.policy,
                 self.io.policy_out.ptr(),
-                n,
+                batch,
             )
         })?;
         let v = &net.value;
-        let value =
-            linear_cost(&v.embedding, rows) + linear_cost(&v.hidden, n) + linear_cost(&v.output, n);
+        let value = linear_cost(&v.embedding, rows)
+            + linear_cost(&v.hidden, batch)
+            + linear_cost(&v.output, batch);
         self.op("value+mlh heads", None, value, || {
-            self.value_and_moves_left(n)
+            self.value_and_moves_left(batch)
         })
     }
 
-    pub fn embed(&self, n: usize) -> GpuResult<()> {
+    pub fn embed(&self, batch: usize) -> GpuResult<()> {
         let (b, s, net) = (self.buffers, self.shapes, self.net);
-        let rows = n * SQUARES;
-        let (masks, values) = self.io.inputs(n);
-        let inputs = [KernelArg::Ptr(masks), KernelArg::Ptr(values)];
+        let rows = batch * SQUARES;
+        let (masks, values) = self.io.inputs(batch);
         let (extra, extra_width, extra_stride) =
             match (&net.pe_dense, &b.pe_dense_in, &b.pe_dense_out) {
                 (Some(pd), Some(pre_in), Some(pre_out)) => {
-                    self.ops.device.launch(
-                        "pe_dense_input",
-                        Launch::elements(n * SQUARES * 12),
-                        &[
-                            inputs[0],
-                            inputs[1],
-                            KernelArg::Ptr(pre_in.ptr()),
-                            KernelArg::I32(n as i32),
-                        ],
+                    launchers::pe_dense_input(
+                        self.ops.device,
+                        Launch::elements(batch * SQUARES * 12),
+                        masks,
+                        values,
+                        pre_in.ptr(),
+                        batch as i32,
                     )?;
                     self.ops
-                        .linear(&pd.preprocess, pre_in.ptr(), pre_out.ptr(), n, true)?;
+                        .linear(&pd.preprocess, pre_in.ptr(), pre_out.ptr(), batch, true)?;
                     (pre_out.ptr(), s.dense_size, SQUARES * s.dense_size)
                 }
                 _ => (net.positional_encoding.ptr(), SQUARES, 0),
             };
-        self.ops.device.launch(
-            "expand_tokens",
+        launchers::expand_tokens(
+            self.ops.device,
             Launch::elements(rows * s.input_width),
-            &[
-                inputs[0],
-                inputs[1],
-                KernelArg::Ptr(extra),
-                KernelArg::I32(extra_width as i32),
-                KernelArg::I32(extra_stride as i32),
-                KernelArg::Ptr(b.tokens.ptr()),
-                KernelArg::I32(n as i32),
-            ],
+            masks,
+            values,
+            Some(extra),
+            extra_width as i32,
+            extra_stride as i32,
+            b.tokens.ptr(),
+            batch as i32,
         )?;
         let x = b.x.ptr();
         let act = self.format.default_activation;
@@ -215,17 +207,15 @@ impl Forward<'_> {
             }
         }
         if let Some((mult, add)) = &net.gating {
-            self.ops.device.launch(
-                "input_gating",
+            launchers::input_gating(
+                self.ops.device,
                 // The kernel goes 8 values at a time (a grid-stride loop covers any rest).
                 Launch::elements((rows * s.embedding).div_ceil(8)),
-                &[
-                    KernelArg::Ptr(x),
-                    KernelArg::Ptr(mult.ptr()),
-                    KernelArg::Ptr(add.ptr()),
-                    KernelArg::I64(rows as i64),
-                    KernelArg::I32(s.embedding as i32),
-                ],
+                x,
+                mult.ptr(),
+                add.ptr(),
+                rows as i64,
+                s.embedding as i32,
             )?;
         }
         if let Some(pd) = &net.pe_dense {
@@ -243,10 +233,10 @@ impl Forward<'_> {
         Ok(())
     }
 
-    pub fn encoder(&self, index: usize, n: usize) -> GpuResult<()> {
+    pub fn encoder(&self, index: usize, batch: usize) -> GpuResult<()> {
         let (b, s) = (self.buffers, self.shapes);
         let layer = &self.net.encoders[index];
-        let rows = n * SQUARES;
+        let rows = batch * SQUARES;
         let x = b.x.ptr();
         let bias = match (&layer.smolgen, &b.smolgen, &self.net.smolgen_weight_gen) {
             (Some(sg), Some([compressed, h1, h2, bias]), Some(weight_gen)) => {
@@ -261,12 +251,12 @@ impl Forward<'_> {
                             .linear(&sg.compress, x, compressed.ptr(), rows, false)
                     },
                 )?;
-                let dense = linear_cost(&sg.dense1, n) + linear_cost(&sg.dense2, n);
-                let norms =
-                    pass_cost(n * sg.dense1.outputs, 1) + pass_cost(n * sg.dense2.outputs, 1);
+                let dense = linear_cost(&sg.dense1, batch) + linear_cost(&sg.dense2, batch);
+                let norms = pass_cost(batch * sg.dense1.outputs, 1)
+                    + pass_cost(batch * sg.dense2.outputs, 1);
                 self.op("smolgen dense1/2+ln", l, dense + norms, || {
                     self.ops
-                        .linear(&sg.dense1, compressed.ptr(), h1.ptr(), n, false)?;
+                        .linear(&sg.dense1, compressed.ptr(), h1.ptr(), batch, false)?;
                     self.layer_norm(
                         h1.ptr(),
                         h1.ptr(),
@@ -275,10 +265,11 @@ impl Forward<'_> {
                         1.0,
                         None,
                         &sg.ln1,
-                        n,
+                        batch,
                         sg.dense1.outputs,
                     )?;
-                    self.ops.linear(&sg.dense2, h1.ptr(), h2.ptr(), n, false)?;
+                    self.ops
+                        .linear(&sg.dense2, h1.ptr(), h2.ptr(), batch, false)?;
                     self.layer_norm(
                         h2.ptr(),
                         h2.ptr(),
@@ -287,32 +278,32 @@ impl Forward<'_> {
                         1.0,
                         None,
                         &sg.ln2,
-                        n,
+                        batch,
                         sg.dense2.outputs,
                     )
                 })?;
                 self.op(
                     "smolgen weight gen",
                     l,
-                    linear_cost(weight_gen, n * s.heads),
+                    linear_cost(weight_gen, batch * s.heads),
                     || {
                         self.ops
-                            .linear(weight_gen, h2.ptr(), bias.ptr(), n * s.heads, false)
+                            .linear(weight_gen, h2.ptr(), bias.ptr(), batch * s.heads, false)
                     },
                 )?;
-                bias.ptr()
+                Some(bias.ptr())
             }
-            _ => 0,
+            _ => None,
         };
         let l = Some(index);
         self.op("qkv", l, linear_cost(&layer.qkv, rows), || {
             self.ops.linear(&layer.qkv, x, b.qkv.ptr(), rows, true)
         })?;
-        let products = 4 * (n * s.heads * SQUARES * SQUARES * s.depth) as u64;
-        let bias_bytes = if bias == 0 {
-            0
+        let products = 4 * (batch * s.heads * SQUARES * SQUARES * s.depth) as u64;
+        let bias_bytes = if bias.is_some() {
+            batch * s.heads * SQUARES * SQUARES
         } else {
-            n * s.heads * SQUARES * SQUARES
+            0
         };
         let traffic = HALF * (rows * 3 * s.d_model + bias_bytes + rows * s.d_model);
         self.op(
@@ -326,19 +317,28 @@ impl Forward<'_> {
                 let how = attention_launch(
                     self.attention,
                     s.heads,
-                    n,
+                    batch,
                     self.ops.device.info().multiprocessors as usize,
                 );
-                let mut args = vec![
-                    KernelArg::Ptr(b.qkv.ptr()),
-                    KernelArg::Ptr(bias),
-                    KernelArg::Ptr(b.ctx.ptr()),
-                    KernelArg::I32(s.heads as i32),
-                ];
-                args.extend(how.heads_per_block.map(KernelArg::I32));
-                self.ops
-                    .device
-                    .launch(self.attention.name(), how.launch, &args)
+                let (device, heads) = (self.ops.device, s.heads as i32);
+                let (qkv, ctx) = (b.qkv.ptr(), b.ctx.ptr());
+                match (self.attention, how.heads_per_block) {
+                    (AttentionKernel::Portable(kernel), _) => {
+                        launchers::attention(device, kernel, how.launch, qkv, bias, ctx, heads)
+                    }
+                    (AttentionKernel::TensorCores(kernel), heads_per_block) => {
+                        launchers::attention_mma(
+                            device,
+                            kernel,
+                            how.launch,
+                            qkv,
+                            bias,
+                            ctx,
+                            heads,
+                            heads_per_block.unwrap_or(1),
+                        )
+                    }
+                }
             },
         )?;
         self.op("out proj", l, linear_cost(&layer.out, rows), || {
@@ -375,7 +375,7 @@ impl Forward<'_> {
         })
     }
 
-    fn value_and_moves_left(&self, n: usize) -> GpuResult<()> {
+    fn value_and_moves_left(&self, batch: usize) -> GpuResult<()> {
         let b = self.buffers;
         let act = self.format.default_activation;
         let head = |h: &HeadGpu, out: DevicePtr| -> GpuResult<()> {
@@ -383,33 +383,33 @@ impl Forward<'_> {
                 &h.embedding,
                 b.x.ptr(),
                 b.head_embedding.ptr(),
-                n * SQUARES,
+                batch * SQUARES,
                 act,
             )?;
             self.ops.dense_act(
                 &h.hidden,
                 b.head_embedding.ptr(),
                 b.head_hidden.ptr(),
-                n,
+                batch,
                 act,
             )?;
             self.ops
-                .linear(&h.output, b.head_hidden.ptr(), out, n, true)
+                .linear(&h.output, b.head_hidden.ptr(), out, batch, true)
         };
         head(&self.net.value, b.value_out.ptr())?;
         let mlh = match &self.net.moves_left {
             Some(h) => {
                 head(h, b.mlh_out.ptr())?;
-                b.mlh_out.ptr()
+                Some(b.mlh_out.ptr())
             }
-            None => 0,
+            None => None,
         };
         finish_value(
             &self.ops,
             (b.value_out.ptr(), self.format.wdl),
             mlh,
             self.io.finished.ptr(),
-            n,
+            batch,
         )
     }
 }

@@ -35,27 +35,27 @@ pub struct Shapes {
 }
 
 impl Shapes {
-    pub fn of(n: &Network) -> Self {
-        let v = n.value();
+    pub fn of(net: &Network) -> Self {
+        let v = net.value();
         Self {
-            embedding: n.dims.embedding,
-            d_model: n.dims.d_model,
-            heads: n.dims.heads,
-            depth: n.dims.head_depth,
-            dff: n.dims.dff,
-            input_width: n.dims.input_width,
-            dense_size: n.dims.dense_size,
-            embedding_dff: n
+            embedding: net.dims.embedding,
+            d_model: net.dims.d_model,
+            heads: net.dims.heads,
+            depth: net.dims.head_depth,
+            dff: net.dims.dff,
+            input_width: net.dims.input_width,
+            dense_size: net.dims.dense_size,
+            embedding_dff: net
                 .embedding
                 .pe_dense
                 .as_ref()
                 .map_or(0, |p| p.ffn.dense1.outputs),
-            smolgen: n
+            smolgen: net
                 .dims
                 .smolgen
                 .map(|s| (s.hidden_channels, s.hidden_size, s.gen_size)),
             value: (v.embedding.outputs, v.hidden.outputs, v.output.outputs),
-            mlh: n
+            mlh: net
                 .moves_left
                 .as_ref()
                 .map(|m| (m.embedding.outputs, m.hidden.outputs)),
@@ -239,8 +239,14 @@ impl NetworkPass for AttentionPass {
         buffers.all().collect()
     }
 
-    fn enqueue(&self, ops: &Ops<'_>, io: &IoBuffers, buffers: &Buffers, n: usize) -> GpuResult<()> {
-        self.forward(ops, io, buffers).enqueue(n)
+    fn enqueue(
+        &self,
+        ops: &Ops<'_>,
+        io: &IoBuffers,
+        buffers: &Buffers,
+        batch: usize,
+    ) -> GpuResult<()> {
+        self.forward(ops, io, buffers).enqueue(batch)
     }
 
     /// The residual stream after the embedding and after each encoder layer.
@@ -249,21 +255,21 @@ impl NetworkPass for AttentionPass {
         ops: &Ops<'_>,
         io: &IoBuffers,
         buffers: &Buffers,
-        n: usize,
+        batch: usize,
     ) -> GpuResult<Option<Vec<Vec<f32>>>> {
         let forward = self.forward(ops, io, buffers);
         let download_x = || -> GpuResult<Vec<f32>> {
-            let mut bytes = vec![0u8; n * SQUARES * self.shapes.embedding * HALF];
+            let mut bytes = vec![0u8; batch * SQUARES * self.shapes.embedding * HALF];
             ops.device.download(buffers.x.ptr(), &mut bytes)?;
             Ok(bytes
                 .chunks_exact(2)
                 .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
                 .collect())
         };
-        forward.embed(n)?;
+        forward.embed(batch)?;
         let mut out = vec![download_x()?];
         for layer in 0..self.net.encoders.len() {
-            forward.encoder(layer, n)?;
+            forward.encoder(layer, batch)?;
             out.push(download_x()?);
         }
         Ok(Some(out))

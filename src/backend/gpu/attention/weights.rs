@@ -77,9 +77,9 @@ fn norm(device: &dyn GpuDevice, ln: &LayerNorm) -> GpuResult<NormGpu> {
 }
 
 impl NetworkGpu {
-    pub fn upload(device: &dyn GpuDevice, n: &Network) -> GpuResult<Self> {
-        let emb = &n.embedding;
-        let encoders = n
+    pub fn upload(device: &dyn GpuDevice, net: &Network) -> GpuResult<Self> {
+        let emb = &net.embedding;
+        let encoders = net
             .encoders
             .iter()
             .map(|l| {
@@ -113,7 +113,7 @@ impl NetworkGpu {
                 output: dense(device, h.2)?,
             })
         };
-        let v = n.value();
+        let v = net.value();
         Ok(Self {
             embedding: dense(device, &emb.dense)?,
             gating: emb
@@ -140,14 +140,14 @@ impl NetworkGpu {
                 })
                 .transpose()?,
             encoders,
-            smolgen_weight_gen: n
+            smolgen_weight_gen: net
                 .smolgen_weight_gen
                 .as_ref()
                 .map(|g| dense(device, g))
                 .transpose()?,
-            policy: PolicyGpu::upload(device, n.policy())?,
+            policy: PolicyGpu::upload(device, net.policy())?,
             value: head((&v.embedding, &v.hidden, &v.output))?,
-            moves_left: n
+            moves_left: net
                 .moves_left
                 .as_ref()
                 .map(|m| head((&m.embedding, &m.hidden, &m.output)))

@@ -1,6 +1,6 @@
 //! A residual-tower (convolutional) network on the GPU: the input convolution, residual blocks
 //! (with or without squeeze-excitation), the classical, convolution or attention policy head,
-//! value and moves-left heads. Activations are square-major (`[n·64][C]`); a 3×3 convolution
+//! value and moves-left heads. Activations are square-major (`[batch·64][C]`); a 3×3 convolution
 //! is `conv_gather3x3` and one GEMM, a 1×1 convolution one GEMM.
 
 pub mod weights;
@@ -12,8 +12,8 @@ use super::ops::{
 use super::pass::NetworkPass;
 use super::policy::PolicyBuffers;
 use crate::chess::policy_index::POLICY_SIZE;
-use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code};
-use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuError, GpuResult, KernelArg, Launch};
+use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
+use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuError, GpuResult, Launch};
 use crate::weights::format::{Activation, NetFormat};
 use crate::weights::tower::TowerNetwork;
 use weights::{BlockGpu, ConvHeadGpu, TowerGpu, TowerPolicyGpu};
@@ -38,17 +38,17 @@ impl TowerPass {
 
 /// A lane's activation buffers for a tower.
 pub struct TowerBuffers {
-    /// The input planes as `[n·64][112]`.
+    /// The input planes as `[batch·64][112]`.
     planes: GpuBuffer,
-    /// Gathered 3×3 neighbourhoods `[n·64][9·max(112, C)]`.
+    /// Gathered 3×3 neighbourhoods `[batch·64][9·max(112, C)]`.
     columns: GpuBuffer,
-    /// The residual stream `[n·64][C]`.
+    /// The residual stream `[batch·64][C]`.
     x: GpuBuffer,
     /// The first convolution's output in a block (and the convolution policy's).
     h: GpuBuffer,
     /// The second convolution's output in a block, before its bias.
     y: GpuBuffer,
-    /// A head's 1×1 (or policy) convolution output `[n·64][planes]`.
+    /// A head's 1×1 (or policy) convolution output `[batch·64][planes]`.
     head_planes: GpuBuffer,
     /// The classical policy's 1858 fp16 logits, or the value and moves-left heads' hidden layer.
     head_dense: GpuBuffer,
@@ -130,7 +130,13 @@ impl NetworkPass for TowerPass {
         .collect()
     }
 
-    fn enqueue(&self, ops: &Ops<'_>, io: &IoBuffers, b: &TowerBuffers, n: usize) -> GpuResult<()> {
+    fn enqueue(
+        &self,
+        ops: &Ops<'_>,
+        io: &IoBuffers,
+        b: &TowerBuffers,
+        batch: usize,
+    ) -> GpuResult<()> {
         let pass = TowerForward {
             ops: *ops,
             net: &self.net,
@@ -139,7 +145,7 @@ impl NetworkPass for TowerPass {
             io,
             b,
         };
-        pass.enqueue(n)
+        pass.enqueue(batch)
     }
 
     fn format(&self) -> &NetFormat {
@@ -151,7 +157,7 @@ impl NetworkPass for TowerPass {
     }
 }
 
-/// Enqueues one tower pass of `n` positions whose inputs are on the device.
+/// Enqueues one tower pass of `batch` positions whose inputs are on the device.
 struct TowerForward<'a> {
     ops: Ops<'a>,
     net: &'a TowerGpu,
@@ -162,34 +168,34 @@ struct TowerForward<'a> {
 }
 
 impl TowerForward<'_> {
-    fn enqueue(&self, n: usize) -> GpuResult<()> {
-        let (net, b, rows) = (self.net, self.b, n * SQUARES);
+    fn enqueue(&self, batch: usize) -> GpuResult<()> {
+        let (net, b, rows) = (self.net, self.b, batch * SQUARES);
         let input_cost = pass_cost(rows * PLANES, 0) + self.conv3x3_cost(&net.input, rows);
         self.ops.op("input conv", None, input_cost, || {
-            let (masks, values) = self.io.inputs(n);
-            self.ops.device.launch(
-                "expand_tokens",
+            let (masks, values) = self.io.inputs(batch);
+            launchers::expand_tokens(
+                self.ops.device,
                 Launch::elements(rows * PLANES),
-                &[
-                    KernelArg::Ptr(masks),
-                    KernelArg::Ptr(values),
-                    KernelArg::Ptr(0),
-                    KernelArg::I32(0),
-                    KernelArg::I32(0),
-                    KernelArg::Ptr(b.planes.ptr()),
-                    KernelArg::I32(n as i32),
-                ],
+                masks,
+                values,
+                None,
+                0,
+                0,
+                b.planes.ptr(),
+                batch as i32,
             )?;
-            self.conv3x3(&net.input, b.planes.ptr(), b.x.ptr(), n, Some(self.act))
+            self.conv3x3(&net.input, b.planes.ptr(), b.x.ptr(), batch, Some(self.act))
         })?;
         for (i, block) in net.blocks.iter().enumerate() {
-            self.block(i, block, n)?;
+            self.block(i, block, batch)?;
         }
         self.ops
-            .op("policy head", None, self.policy_cost(n), || self.policy(n))?;
+            .op("policy head", None, self.policy_cost(batch), || {
+                self.policy(batch)
+            })?;
         self.ops
-            .op("value+mlh heads", None, self.heads_cost(n), || {
-                self.value_and_moves_left(n)
+            .op("value+mlh heads", None, self.heads_cost(batch), || {
+                self.value_and_moves_left(batch)
             })
     }
 
@@ -204,125 +210,120 @@ impl TowerForward<'_> {
         conv: &DenseGpu,
         x: DevicePtr,
         y: DevicePtr,
-        n: usize,
+        batch: usize,
         act: Option<Activation>,
     ) -> GpuResult<()> {
         let channels = conv.inputs / TAPS;
         let columns = self.b.columns.ptr();
-        self.ops.device.launch(
-            "conv_gather3x3",
-            Launch::elements(
-                n * SQUARES * conv.inputs / if channels.is_multiple_of(8) { 8 } else { 1 },
-            ),
-            &[
-                KernelArg::Ptr(x),
-                KernelArg::I32(channels as i32),
-                KernelArg::Ptr(columns),
-                KernelArg::I32(n as i32),
-            ],
+        let vector = if channels.is_multiple_of(8) { 8 } else { 1 };
+        launchers::conv_gather3x3(
+            self.ops.device,
+            Launch::elements(batch * SQUARES * conv.inputs / vector),
+            x,
+            channels as i32,
+            columns,
+            batch as i32,
         )?;
         match act {
-            Some(act) => self.ops.dense_act(conv, columns, y, n * SQUARES, act),
-            None => self.ops.linear(conv, columns, y, n * SQUARES, false),
+            Some(act) => self.ops.dense_act(conv, columns, y, batch * SQUARES, act),
+            None => self.ops.linear(conv, columns, y, batch * SQUARES, false),
         }
     }
 
     /// `x = act(SE(conv2(act(conv1(x)))) + x)`, or without SE `act(conv2(…) + x)`.
-    fn block(&self, i: usize, block: &BlockGpu, n: usize) -> GpuResult<()> {
-        let (b, rows, layer) = (self.b, n * SQUARES, Some(i));
+    fn block(&self, i: usize, block: &BlockGpu, batch: usize) -> GpuResult<()> {
+        let (b, rows, layer) = (self.b, batch * SQUARES, Some(i));
         self.ops.op(
             "conv1",
             layer,
             self.conv3x3_cost(&block.conv1, rows),
-            || self.conv3x3(&block.conv1, b.x.ptr(), b.h.ptr(), n, Some(self.act)),
+            || self.conv3x3(&block.conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act)),
         )?;
         self.ops.op(
             "conv2",
             layer,
             self.conv3x3_cost(&block.conv2, rows),
-            || self.conv3x3(&block.conv2, b.h.ptr(), b.y.ptr(), n, None),
+            || self.conv3x3(&block.conv2, b.h.ptr(), b.y.ptr(), batch, None),
         )?;
         let channels = self.net.filters;
-        let bias = block.conv2.bias().unwrap_or(0);
+        let bias = block.conv2.required_bias("conv2")?;
         let Some(se) = &block.se else {
             return self
                 .ops
                 .op("residual+act", layer, pass_cost(rows * channels, 2), || {
-                    self.ops.device.launch(
-                        "bias_residual_act",
+                    launchers::bias_residual_act(
+                        self.ops.device,
                         Launch::elements(rows * channels),
-                        &[
-                            KernelArg::Ptr(b.y.ptr()),
-                            KernelArg::Ptr(bias),
-                            KernelArg::Ptr(b.x.ptr()),
-                            KernelArg::I64(rows as i64),
-                            KernelArg::I32(channels as i32),
-                            KernelArg::I32(activation_code(self.act)),
-                        ],
+                        b.y.ptr(),
+                        bias,
+                        b.x.ptr(),
+                        rows as i64,
+                        channels as i32,
+                        activation_code(self.act),
                     )
                 });
         };
-        let cost =
-            pass_cost(rows * channels, 2) + linear_cost(&se.fc1, n) + linear_cost(&se.fc2, n);
+        let cost = pass_cost(rows * channels, 2)
+            + linear_cost(&se.fc1, batch)
+            + linear_cost(&se.fc2, batch);
         self.ops.op("se+residual+act", layer, cost, || {
             let floats = channels + se.fc1.outputs + se.fc2.outputs;
-            self.ops.device.launch(
-                "se_residual",
-                Launch {
-                    grid: [n as u32, 1, 1],
-                    block: [SE_RESIDUAL_THREADS, 1, 1],
-                    shared_bytes: (floats * size_of::<f32>()) as u32,
-                },
-                &[
-                    KernelArg::Ptr(b.y.ptr()),
-                    KernelArg::Ptr(bias),
-                    KernelArg::Ptr(b.x.ptr()),
-                    KernelArg::I32(channels as i32),
-                    KernelArg::Ptr(se.fc1.w.ptr()),
-                    KernelArg::Ptr(se.fc1.bias().unwrap_or(0)),
-                    KernelArg::I32(se.fc1.outputs as i32),
-                    KernelArg::Ptr(se.fc2.w.ptr()),
-                    KernelArg::Ptr(se.fc2.bias().unwrap_or(0)),
-                    KernelArg::I32(activation_code(self.act)),
-                ],
+            let launch = Launch {
+                grid: [batch as u32, 1, 1],
+                block: [SE_RESIDUAL_THREADS, 1, 1],
+                shared_bytes: (floats * size_of::<f32>()) as u32,
+            };
+            launchers::se_residual(
+                self.ops.device,
+                launch,
+                b.y.ptr(),
+                bias,
+                b.x.ptr(),
+                channels as i32,
+                se.fc1.w.ptr(),
+                se.fc1.required_bias("squeeze-excitation fc1")?,
+                se.fc1.outputs as i32,
+                se.fc2.w.ptr(),
+                se.fc2.required_bias("squeeze-excitation fc2")?,
+                activation_code(self.act),
             )
         })
     }
 
-    fn policy_cost(&self, n: usize) -> Cost {
-        let rows = n * SQUARES;
+    fn policy_cost(&self, batch: usize) -> Cost {
+        let rows = batch * SQUARES;
         match &self.net.policy {
             TowerPolicyGpu::Classical { conv, dense, .. } => {
-                linear_cost(conv, rows) + linear_cost(dense, n)
+                linear_cost(conv, rows) + linear_cost(dense, batch)
             }
             TowerPolicyGpu::Convolution { conv1, conv2, .. } => {
                 self.conv3x3_cost(conv1, rows) + self.conv3x3_cost(conv2, rows)
             }
-            TowerPolicyGpu::Attention(head) => head.cost(n),
+            TowerPolicyGpu::Attention(head) => head.cost(batch),
         }
     }
 
-    fn policy(&self, n: usize) -> GpuResult<()> {
-        let (b, rows, out) = (self.b, n * SQUARES, self.io.policy_out.ptr());
+    fn policy(&self, batch: usize) -> GpuResult<()> {
+        let (b, rows, out) = (self.b, batch * SQUARES, self.io.policy_out.ptr());
         match &self.net.policy {
             TowerPolicyGpu::Classical { conv, dense, map } => {
                 self.ops
                     .dense_act(conv, b.x.ptr(), b.head_planes.ptr(), rows, self.act)?;
                 self.ops
-                    .linear(dense, b.head_planes.ptr(), b.head_dense.ptr(), n, true)?;
-                self.gather_policy(b.head_dense.ptr(), POLICY_SIZE, map, n)
+                    .linear(dense, b.head_planes.ptr(), b.head_dense.ptr(), batch, true)?;
+                self.gather_policy(b.head_dense.ptr(), POLICY_SIZE, map, batch)
             }
             TowerPolicyGpu::Convolution { conv1, conv2, map } => {
-                self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), n, Some(self.act))?;
+                self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act))?;
                 let planes = conv2.outputs;
                 self.conv3x3(
                     conv2,
                     b.h.ptr(),
                     b.head_planes.ptr(),
-                    n,
+                    batch,
                     Some(Activation::Identity),
                 )?;
-                self.gather_policy(b.head_planes.ptr(), SQUARES * planes, map, n)
+                self.gather_policy(b.head_planes.ptr(), SQUARES * planes, map, batch)
             }
             TowerPolicyGpu::Attention(head) => {
                 // Made with the lane's buffers whenever the head is an attention policy.
@@ -331,7 +332,13 @@ impl TowerForward<'_> {
                     detail: "the lane has no buffers for it".to_owned(),
                 })?;
                 // lc0 runs these heads' embedding with SELU whatever the file says.
-                head.enqueue(&self.ops, (b.x.ptr(), Activation::Selu), buffers, out, n)
+                head.enqueue(
+                    &self.ops,
+                    (b.x.ptr(), Activation::Selu),
+                    buffers,
+                    out,
+                    batch,
+                )
             }
         }
     }
@@ -342,70 +349,70 @@ impl TowerForward<'_> {
         input: DevicePtr,
         per_position: usize,
         map: &GpuBuffer,
-        n: usize,
+        batch: usize,
     ) -> GpuResult<()> {
-        self.ops.device.launch(
-            "policy_gather",
-            Launch::elements(n * per_position),
-            &[
-                KernelArg::Ptr(input),
-                KernelArg::I32(per_position as i32),
-                KernelArg::Ptr(map.ptr()),
-                KernelArg::I32(per_position as i32),
-                KernelArg::Ptr(self.io.policy_out.ptr()),
-                KernelArg::I32(n as i32),
-            ],
+        launchers::policy_gather(
+            self.ops.device,
+            Launch::elements(batch * per_position),
+            input,
+            per_position as i32,
+            map.ptr(),
+            per_position as i32,
+            self.io.policy_out.ptr(),
+            batch as i32,
         )
     }
 
-    fn heads_cost(&self, n: usize) -> Cost {
-        let rows = n * SQUARES;
+    fn heads_cost(&self, batch: usize) -> Cost {
+        let rows = batch * SQUARES;
         [Some(&self.net.value), self.net.moves_left.as_ref()]
             .into_iter()
             .flatten()
             .map(|h| {
-                linear_cost(&h.conv, rows) + linear_cost(&h.hidden, n) + linear_cost(&h.output, n)
+                linear_cost(&h.conv, rows)
+                    + linear_cost(&h.hidden, batch)
+                    + linear_cost(&h.output, batch)
             })
             .fold(Cost::default(), |a, b| a + b)
     }
 
     /// `output(act(hidden(flatten(act(conv 1×1)))))` into `out`.
-    fn conv_head(&self, head: &ConvHeadGpu, out: DevicePtr, n: usize) -> GpuResult<()> {
+    fn conv_head(&self, head: &ConvHeadGpu, out: DevicePtr, batch: usize) -> GpuResult<()> {
         let b = self.b;
         self.ops.dense_act(
             &head.conv,
             b.x.ptr(),
             b.head_planes.ptr(),
-            n * SQUARES,
+            batch * SQUARES,
             self.act,
         )?;
         self.ops.dense_act(
             &head.hidden,
             b.head_planes.ptr(),
             b.head_dense.ptr(),
-            n,
+            batch,
             self.act,
         )?;
         self.ops
-            .linear(&head.output, b.head_dense.ptr(), out, n, true)
+            .linear(&head.output, b.head_dense.ptr(), out, batch, true)
     }
 
-    fn value_and_moves_left(&self, n: usize) -> GpuResult<()> {
+    fn value_and_moves_left(&self, batch: usize) -> GpuResult<()> {
         let b = self.b;
-        self.conv_head(&self.net.value, b.value_out.ptr(), n)?;
+        self.conv_head(&self.net.value, b.value_out.ptr(), batch)?;
         let mlh = match &self.net.moves_left {
             Some(head) => {
-                self.conv_head(head, b.mlh_out.ptr(), n)?;
-                b.mlh_out.ptr()
+                self.conv_head(head, b.mlh_out.ptr(), batch)?;
+                Some(b.mlh_out.ptr())
             }
-            None => 0,
+            None => None,
         };
         finish_value(
             &self.ops,
             (b.value_out.ptr(), self.wdl),
             mlh,
             self.io.finished.ptr(),
-            n,
+            batch,
         )
     }
 }

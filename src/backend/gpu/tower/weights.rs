@@ -1,5 +1,5 @@
 //! A residual tower's weights on the GPU in fp16, rearranged once at upload for the
-//! square-major activations (`[n·64][C]`) the executor runs on: each 3×3 convolution as a
+//! square-major activations (`[batch·64][C]`) the executor runs on: each 3×3 convolution as a
 //! dense `[K][9·C]` layer over the gathered neighbourhoods (column `tap·C + c`), each 1×1
 //! convolution as a dense `[K][C]` layer, and each dense layer after a flatten with its
 //! inputs in square-major order (the file's are channel-major, `channel·64 + square`).
@@ -130,8 +130,8 @@ fn conv_head(device: &dyn GpuDevice, h: &ConvHead) -> GpuResult<ConvHeadGpu> {
 }
 
 impl TowerGpu {
-    pub fn upload(device: &dyn GpuDevice, n: &TowerNetwork) -> GpuResult<Self> {
-        let blocks = n
+    pub fn upload(device: &dyn GpuDevice, net: &TowerNetwork) -> GpuResult<Self> {
+        let blocks = net
             .blocks
             .iter()
             .map(|b| {
@@ -151,7 +151,7 @@ impl TowerGpu {
                 })
             })
             .collect::<GpuResult<Vec<_>>>()?;
-        let policy = match &n.policy {
+        let policy = match &net.policy {
             TowerPolicy::Classical { conv: c, dense: d } => {
                 let identity: Vec<i16> = (0..POLICY_SIZE as i16).collect();
                 TowerPolicyGpu::Classical {
@@ -170,12 +170,12 @@ impl TowerGpu {
             }
         };
         Ok(Self {
-            filters: n.filters(),
-            input: conv(device, &n.input)?,
+            filters: net.filters(),
+            input: conv(device, &net.input)?,
             blocks,
             policy,
-            value: conv_head(device, &n.value)?,
-            moves_left: n
+            value: conv_head(device, &net.value)?,
+            moves_left: net
                 .moves_left
                 .as_ref()
                 .map(|h| conv_head(device, h))

@@ -1,0 +1,401 @@
+//! One typed function per kernel of `hip/`: the only place that names a kernel by its entry point
+//! and turns Rust values into kernel arguments. Each launcher's parameters carry the names and
+//! types of the kernel's own (a test parses the kernel sources and compares them), so a call that
+//! swaps two arguments of one type by name, or passes a count where a pointer belongs, does not
+//! compile or does not pass that test. Kernels of one body instantiated several times (row
+//! widths, head depths) form a family: one launcher that takes which member to run.
+
+use crate::gpu::{DevicePtr, GpuDevice, GpuResult, KernelArg, Launch};
+
+/// How a kernel parameter travels: its C type's kind in `hip/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A pointer (`T*`).
+    Ptr,
+    /// `int`.
+    I32,
+    /// `long` (64 bits on the platforms the kernels are built for).
+    I64,
+    /// `float`.
+    F32,
+}
+
+/// A Rust value a launcher passes to a kernel.
+pub trait KernelParam: Copy {
+    const KIND: ArgKind;
+    fn arg(self) -> KernelArg;
+}
+
+impl KernelParam for DevicePtr {
+    const KIND: ArgKind = ArgKind::Ptr;
+    fn arg(self) -> KernelArg {
+        KernelArg::Ptr(Some(self))
+    }
+}
+
+/// A pointer the kernel accepts as null (an optional bias, skip connection or input).
+impl KernelParam for Option<DevicePtr> {
+    const KIND: ArgKind = ArgKind::Ptr;
+    fn arg(self) -> KernelArg {
+        KernelArg::Ptr(self)
+    }
+}
+
+impl KernelParam for i32 {
+    const KIND: ArgKind = ArgKind::I32;
+    fn arg(self) -> KernelArg {
+        KernelArg::I32(self)
+    }
+}
+
+impl KernelParam for i64 {
+    const KIND: ArgKind = ArgKind::I64;
+    fn arg(self) -> KernelArg {
+        KernelArg::I64(self)
+    }
+}
+
+impl KernelParam for f32 {
+    const KIND: ArgKind = ArgKind::F32;
+    fn arg(self) -> KernelArg {
+        KernelArg::F32(self)
+    }
+}
+
+/// A kernel entry point and its parameters (name and kind), as its launcher passes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSignature {
+    pub name: &'static str,
+    pub params: &'static [(&'static str, ArgKind)],
+}
+
+/// Declares launchers: `name(params);` for one kernel, `name [Family: Member = entry, …]
+/// (params);` for a family (an enum `Family` of its members and a launcher taking one). The
+/// list given first collects every declared entry point's signature.
+macro_rules! launchers {
+    ($signatures:ident; $(
+        $(#[$doc:meta])*
+        $launcher:ident $([$family:ident: $($member:ident = $entry:ident),+ $(,)?])?
+            ($($param:ident: $ty:ty),* $(,)?);
+    )*) => {
+        $(launchers!(@launcher $(#[$doc])* $launcher [$($family: $($member = $entry),+)?]
+            ($($param: $ty),*));)*
+
+        /// Every entry point declared here, with its parameters.
+        pub const $signatures: &[&[KernelSignature]] = &[$(
+            launchers!(@signatures $launcher [$($($entry),+)?] ($($param: $ty),*))
+        ),*];
+    };
+    (@launcher $(#[$doc:meta])* $launcher:ident [] ($($param:ident: $ty:ty),*)) => {
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        pub fn $launcher(
+            device: &dyn GpuDevice,
+            launch: Launch,
+            $($param: $ty),*
+        ) -> GpuResult<()> {
+            device.launch(stringify!($launcher), launch, &[$(KernelParam::arg($param)),*])
+        }
+    };
+    (@launcher $(#[$doc:meta])* $launcher:ident [$family:ident: $($member:ident = $entry:ident),+]
+        ($($param:ident: $ty:ty),*)) => {
+        /// The members of a kernel family (one body, instantiated per member); see the launcher.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $family {
+            $($member),+
+        }
+
+        impl $family {
+            /// Every member, in declaration order.
+            pub const ALL: &[Self] = &[$(Self::$member),+];
+
+            /// The member's entry point in `hip/`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Self::$member => stringify!($entry)),+
+                }
+            }
+        }
+
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        pub fn $launcher(
+            device: &dyn GpuDevice,
+            kernel: $family,
+            launch: Launch,
+            $($param: $ty),*
+        ) -> GpuResult<()> {
+            device.launch(kernel.name(), launch, &[$(KernelParam::arg($param)),*])
+        }
+    };
+    (@signatures $launcher:ident [] ($($param:ident: $ty:ty),*)) => {
+        &[KernelSignature {
+            name: stringify!($launcher),
+            params: &[$((stringify!($param), <$ty as KernelParam>::KIND)),*],
+        }]
+    };
+    (@signatures $launcher:ident [$($entry:ident),+] ($($param:ident: $ty:ty),*)) => {{
+        const PARAMS: &[(&str, ArgKind)] = &[$((stringify!($param), <$ty as KernelParam>::KIND)),*];
+        &[$(KernelSignature { name: stringify!($entry), params: PARAMS }),+]
+    }};
+}
+
+launchers! { SHARED;
+    /// The embedding's input tokens: each square's 112 input planes, then `extra_width` values
+    /// of `extra` (none when null).
+    expand_tokens(
+        masks: DevicePtr,
+        values: DevicePtr,
+        extra: Option<DevicePtr>,
+        extra_width: i32,
+        extra_batch_stride: i32,
+        tokens: DevicePtr,
+        batch: i32,
+    );
+    /// PE_DENSE's 12 piece planes per square, the preprocessing layer's input.
+    pe_dense_input(masks: DevicePtr, values: DevicePtr, out: DevicePtr, batch: i32);
+    /// `x = act(x + bias)` over `rows × cols`.
+    bias_activation(x: DevicePtr, bias: Option<DevicePtr>, rows: i64, cols: i32, act: i32);
+    /// A dense layer of at most `DENSE_ROWS_MAX` rows, `splits` warps per output.
+    dense_rows(
+        x: DevicePtr,
+        ldx: i32,
+        w: DevicePtr,
+        bias: Option<DevicePtr>,
+        y: DevicePtr,
+        ldy: i32,
+        rows: i32,
+        n: i32,
+        k: i32,
+        act: i32,
+        splits: i32,
+    );
+    /// The input gating: `x = x · mult + add` per square and channel.
+    input_gating(x: DevicePtr, mult: DevicePtr, add: DevicePtr, rows: i64, cols: i32);
+    /// `out = LN(act(input + bias)·alpha + skip)`, one block per row (any width, any activation).
+    layer_norm(
+        out: DevicePtr,
+        input: DevicePtr,
+        bias: Option<DevicePtr>,
+        act: i32,
+        alpha: f32,
+        skip: Option<DevicePtr>,
+        gamma: DevicePtr,
+        beta: DevicePtr,
+        eps: f32,
+        cols: i32,
+    );
+    /// `out = LN((input + bias)·alpha + skip)`, one warp per row held in registers: the member
+    /// is the row's chunks of 8 values per lane (see `layer_norm_warp_kernel`).
+    layer_norm_warp [LayerNormWarp:
+        C1 = layer_norm_warp_c1,
+        C2 = layer_norm_warp_c2,
+        C3 = layer_norm_warp_c3,
+        C4 = layer_norm_warp_c4,
+        C6 = layer_norm_warp_c6,
+        C8 = layer_norm_warp_c8,
+        Swish1 = layer_norm_warp_swish_c1,
+        Swish2 = layer_norm_warp_swish_c2,
+        Swish3 = layer_norm_warp_swish_c3,
+        Swish4 = layer_norm_warp_swish_c4,
+        Swish6 = layer_norm_warp_swish_c6,
+        Swish8 = layer_norm_warp_swish_c8,
+    ](
+        out: DevicePtr,
+        input: DevicePtr,
+        bias: Option<DevicePtr>,
+        alpha: f32,
+        skip: Option<DevicePtr>,
+        gamma: DevicePtr,
+        beta: DevicePtr,
+        eps: f32,
+        rows: i32,
+        cols: i32,
+    );
+    /// Attention of every head over its position's 64 tokens (portable: one block per head and
+    /// position), with an optional smolgen bias; the member is the head depth.
+    attention [PortableAttention: D16 = attention_d16, D32 = attention_d32, D64 = attention_d64](
+        qkv: DevicePtr,
+        bias: Option<DevicePtr>,
+        ctx: DevicePtr,
+        heads: i32,
+    );
+    /// The attention policy's logits into lc0's 1858 moves (promotions from `ppo`).
+    policy_finish(
+        logits: DevicePtr,
+        keys: DevicePtr,
+        key_stride: i32,
+        ppo: DevicePtr,
+        dp: i32,
+        map: DevicePtr,
+        out: DevicePtr,
+    );
+    /// The value head's output to Q, D and M (M = 0 without a moves-left head).
+    value_finish(value: DevicePtr, wdl: i32, mlh: Option<DevicePtr>, out: DevicePtr, batch: i32);
+    /// The 3×3 neighbourhood of every square (im2col) for a convolution as a GEMM.
+    conv_gather3x3(x: DevicePtr, channels: i32, out: DevicePtr, batch: i32);
+    /// `x = act(y + bias + x)`: a residual block's second convolution and skip.
+    bias_residual_act(y: DevicePtr, bias: DevicePtr, x: DevicePtr, rows: i64, cols: i32, act: i32);
+    /// A residual block's second convolution with squeeze-and-excitation and the skip.
+    se_residual(
+        y: DevicePtr,
+        bias: DevicePtr,
+        x: DevicePtr,
+        channels: i32,
+        w1: DevicePtr,
+        b1: DevicePtr,
+        se: i32,
+        w2: DevicePtr,
+        b2: DevicePtr,
+        act: i32,
+    );
+    /// A convolutional policy head's outputs to the 1858 logits through `map`.
+    policy_gather(
+        input: DevicePtr,
+        per_position: i32,
+        map: DevicePtr,
+        count: i32,
+        out: DevicePtr,
+        batch: i32,
+    );
+}
+
+launchers! { CUDA_ONLY;
+    /// The attention on NVIDIA tensor cores (sm_80 and newer): the inputs and outputs of
+    /// [`attention`], `heads_per_block` heads per block; the member is the head depth.
+    attention_mma [TensorCoreAttention:
+        D16 = attention_mma_d16,
+        D32 = attention_mma_d32,
+        D64 = attention_mma_d64,
+    ](
+        qkv: DevicePtr,
+        bias: Option<DevicePtr>,
+        ctx: DevicePtr,
+        heads: i32,
+        heads_per_block: i32,
+    );
+}
+
+/// Every declared entry point of `signatures`.
+pub fn entry_points(
+    signatures: &'static [&'static [KernelSignature]],
+) -> impl Iterator<Item = &'static KernelSignature> {
+    signatures.iter().flat_map(|family| family.iter())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::kernels::source;
+
+    /// Every `KERNEL void name(params)` of the kernel sources: its name and each parameter's
+    /// name and kind, read from the C declaration.
+    fn declared_kernels(source: &str) -> Vec<(String, Vec<(String, ArgKind)>)> {
+        source
+            .split("KERNEL void ")
+            .skip(1)
+            .map(|rest| {
+                let (name, rest) = rest.split_once('(').expect("a parameter list");
+                let params = rest.split_once(')').expect("a closed parameter list").0;
+                let params = params.split(',').map(|p| c_parameter(p.trim())).collect();
+                (name.trim().to_owned(), params)
+            })
+            .collect()
+    }
+
+    /// A C parameter's name (its last word) and kind (a pointer, or its scalar type).
+    fn c_parameter(declaration: &str) -> (String, ArgKind) {
+        let split = declaration
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .expect("a type before the name");
+        let (ty, name) = declaration.split_at(split + 1);
+        let kind = if ty.contains('*') {
+            ArgKind::Ptr
+        } else {
+            match ty.trim() {
+                "int" => ArgKind::I32,
+                "long" => ArgKind::I64,
+                "float" => ArgKind::F32,
+                other => panic!("no kernel argument kind for C type {other:?} ({declaration})"),
+            }
+        };
+        (name.to_owned(), kind)
+    }
+
+    #[test]
+    fn c_parameters_are_read_by_kind() {
+        let parsed = declared_kernels(
+            "KERNEL void k(const __half* __restrict__ x, long rows, int cols, float eps) {",
+        );
+        let expected = vec![
+            ("x".to_owned(), ArgKind::Ptr),
+            ("rows".to_owned(), ArgKind::I64),
+            ("cols".to_owned(), ArgKind::I32),
+            ("eps".to_owned(), ArgKind::F32),
+        ];
+        assert_eq!(parsed, vec![("k".to_owned(), expected)]);
+    }
+
+    #[test]
+    fn every_launcher_matches_its_kernel_declaration() {
+        let declared = declared_kernels(&source());
+        let launchers: Vec<_> = entry_points(SHARED)
+            .chain(entry_points(CUDA_ONLY))
+            .collect();
+        assert_eq!(
+            declared.len(),
+            launchers.len(),
+            "kernels without a launcher or the reverse"
+        );
+        for signature in launchers {
+            let (_, params) = declared
+                .iter()
+                .find(|(name, _)| name == signature.name)
+                .unwrap_or_else(|| panic!("{} is not declared in hip/", signature.name));
+            let expected: Vec<_> = signature
+                .params
+                .iter()
+                .map(|(name, kind)| (name.to_string(), *kind))
+                .collect();
+            assert_eq!(*params, expected, "{}", signature.name);
+        }
+    }
+
+    #[test]
+    fn cuda_only_kernels_are_declared_under_the_cuda_condition() {
+        let src = source();
+        let guarded_from = src
+            .find("#if defined(GPU_CUDA) &&")
+            .expect("the CUDA-only section");
+        let guarded_to = guarded_from + src[guarded_from..].find("#endif").unwrap();
+        for signature in entry_points(SHARED) {
+            let at = src
+                .find(&format!("KERNEL void {}(", signature.name))
+                .unwrap();
+            assert!(
+                !(guarded_from..guarded_to).contains(&at),
+                "{}",
+                signature.name
+            );
+        }
+        for signature in entry_points(CUDA_ONLY) {
+            let at = src
+                .find(&format!("KERNEL void {}(", signature.name))
+                .unwrap();
+            assert!(
+                (guarded_from..guarded_to).contains(&at),
+                "{}",
+                signature.name
+            );
+        }
+    }
+
+    #[test]
+    fn families_name_their_members_entry_points() {
+        assert_eq!(LayerNormWarp::C3.name(), "layer_norm_warp_c3");
+        assert_eq!(LayerNormWarp::Swish8.name(), "layer_norm_warp_swish_c8");
+        assert_eq!(PortableAttention::D32.name(), "attention_d32");
+        assert_eq!(TensorCoreAttention::D64.name(), "attention_mma_d64");
+        assert_eq!(LayerNormWarp::ALL.len(), 12);
+    }
+}
