@@ -5,6 +5,7 @@
 
 mod attention;
 mod backend;
+mod batch_sizes;
 mod dense;
 mod lanes;
 mod ops;
