@@ -3,91 +3,162 @@
 // Threads per block of the attention kernels (the Rust side's ATTENTION_THREADS).
 #define ATTENTION_THREADS 128
 
-// Copies head h's Q, K and V rows of one position (64 × DEPTH each) into shared memory with
-// row stride LD (a multiple of 8), 16 bytes per load.
-template <int DEPTH, int LD>
-static __device__ __forceinline__ void load_qkv(const __half* __restrict__ qkv, long row0, int stride, int d_model,
-                                                int h, __half* qs, __half* ks, __half* vs) {
-  constexpr int CHUNKS = DEPTH / 8;
-  for (int i = threadIdx.x; i < 64 * CHUNKS; i += blockDim.x) {
-    const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
-    const __half* src = qkv + (row0 + r) * stride + h * DEPTH + c;
-    copy8(qs + r * LD + c, src);
-    copy8(ks + r * LD + c, src + d_model);
-    copy8(vs + r * LD + c, src + 2 * d_model);
+// Shared-memory layout of the portable attention (in floats unless said otherwise). Q is held
+// as rows and K transposed, both converted to fp32 once, so the score loop reads operands without
+// conversions; the probabilities then overwrite them. V stays fp16. The padding makes the reads
+// of the inner loops free of bank conflicts for 32 and 64 lanes: the four row groups of a warp
+// read Q and P rows whose starts are 8 banks apart (stride ≡ 2 mod 8), and K rows (16-byte
+// aligned) are read as whole 128-byte lines.
+template <int DEPTH>
+struct PortableAttentionLayout {
+  static constexpr int LDQ = DEPTH + 2;
+  static constexpr int LDK = 64 + 4;
+  static constexpr int LDP = 64 + 2;
+  static constexpr int LDV = DEPTH + 8;
+  static constexpr int QK = 64 * LDQ + DEPTH * LDK;
+  static constexpr int SHARED = QK > 64 * LDP ? QK : 64 * LDP;
+};
+
+static __device__ __forceinline__ float2 load_float2(const float* src) {
+  float2 v;
+  LC0RS_MEMCPY(&v, __builtin_assume_aligned(src, 8), 8);
+  return v;
+}
+
+// Four fp16 values (8 bytes, 8-byte aligned) as floats.
+static __device__ __forceinline__ void load4(const __half* src, float* out) {
+  __align__(8) __half2 h[2];
+  LC0RS_MEMCPY(h, __builtin_assume_aligned(src, 8), 8);
+  const float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
+  out[0] = a.x;
+  out[1] = a.y;
+  out[2] = b.x;
+  out[3] = b.y;
+}
+
+// Eight values of a QKV row plus, where the GEMM left it out (qkv_bias not null), their bias.
+static __device__ __forceinline__ void load8_plus_bias(const __half* src, const __half* qkv_bias, long col,
+                                                       float* out) {
+  load8(src, out);
+  if (qkv_bias) {
+    float b[8];
+    load8(qkv_bias + col, b);
+    #pragma unroll
+    for (int e = 0; e < 8; ++e) out[e] += b[e];
   }
 }
 
 // Attention for 64 tokens, one block of 128 threads per (head, position). Q, K, V are read in
-// place from the fused QKV output ([rows][3·d_model]: q | k | v) into shared memory (fp16, as
-// stored); the smolgen bias ([position][head][64][64], may be null) is added after the
-// 1/sqrt(depth) scale; softmax in fp32; the context goes to ctx ([rows][d_model]).
-// Each thread computes 4 queries × 8 keys of the scores (keys kq, kq+8, …: neighbouring threads
-// read neighbouring rows of K, so shared-memory loads do not collide) and 4 × DEPTH/8 of the
-// output, reading fp16 pairs (and fp32 pairs of P), so each load feeds several FMAs. Portable: no
-// tensor cores, any warp size.
+// place from the fused QKV output ([rows][3·d_model]: q | k | v), plus its bias qkv_bias
+// ([3·d_model], may be null: a BLAS GEMM has no bias epilogue, so this saves a pass over QKV);
+// the smolgen bias
+// ([position][head][64][64], may be null) is added after the 1/sqrt(depth) scale; softmax in
+// fp32; the context goes to ctx ([rows][d_model]).
+// Thread t owns query rows 4·(t/8) … +3 and, with kq = t % 8, keys 4·kq … +3 and 32 + 4·kq … +3:
+// its 32 scores stay in registers, a row's max and sum come from the 8 neighbouring lanes that
+// share it (shuffles within groups of 8, so any warp size works), and each step of the score loop
+// feeds 64 FMAs from 8 shared loads. The context step gives each thread the same rows and
+// DEPTH/8 output columns. Portable: no tensor cores, no warp-size assumption beyond 8.
 template <int DEPTH>
-static __device__ void attention_body(const __half* __restrict__ qkv, const __half* __restrict__ bias,
-                                      __half* __restrict__ ctx, int heads) {
-  __shared__ __align__(16) __half qs[64][DEPTH + 8];
-  __shared__ __align__(16) __half ks[64][DEPTH + 8];
-  __shared__ __align__(16) __half vs[64][DEPTH + 8];
-  __shared__ __align__(16) float ss[64][64 + 4];
+static __device__ void attention_body(const __half* __restrict__ qkv, const __half* __restrict__ qkv_bias,
+                                      const __half* __restrict__ bias, __half* __restrict__ ctx, int heads) {
+  using L = PortableAttentionLayout<DEPTH>;
+  __shared__ __align__(16) float qk_then_p[L::SHARED];
+  __shared__ __align__(16) __half vs[64 * L::LDV];
+  float* qf = qk_then_p;                // [64][LDQ]
+  float* kt = qk_then_p + 64 * L::LDQ;  // [DEPTH][LDK]
+  float* pf = qk_then_p;                // [64][LDP], once the scores are in registers
   const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
-  load_qkv<DEPTH, DEPTH + 8>(qkv, row0, stride, d_model, h, &qs[0][0], &ks[0][0], &vs[0][0]);
+  constexpr int CHUNKS = DEPTH / 8;
+  // Q and V: neighbouring threads read neighbouring 16-byte chunks of a row.
+  for (int i = t; i < 64 * CHUNKS; i += blockDim.x) {
+    const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+    const long col = h * DEPTH + c;
+    const __half* src = qkv + (row0 + r) * stride + col;
+    float q[8], v[8];
+    load8_plus_bias(src, qkv_bias, col, q);
+    load8_plus_bias(src + 2 * d_model, qkv_bias, 2 * d_model + col, v);
+    #pragma unroll
+    for (int e = 0; e < 8; ++e) qf[r * L::LDQ + c + e] = q[e];
+    store8(vs + r * L::LDV + c, v);
+  }
+  // K, transposed: neighbouring threads take neighbouring rows, so their column writes do not collide.
+  for (int i = t; i < 64 * CHUNKS; i += blockDim.x) {
+    const int r = i % 64, c = (i / 64) * 8;
+    const long col = d_model + h * DEPTH + c;
+    float k[8];
+    load8_plus_bias(qkv + (row0 + r) * stride + col, qkv_bias, col, k);
+    #pragma unroll
+    for (int e = 0; e < 8; ++e) kt[(c + e) * L::LDK + r] = k[e];
+  }
   __syncthreads();
-  // Scores: queries q0..q0+3, keys kq + 8c.
   const int q0 = (t / 8) * 4, kq = t % 8;
+  // Scores: acc[i][e] is query q0 + i against key 4·kq + e (e < 4) or 32 + 4·kq + e − 4.
   float acc[4][8];
   #pragma unroll
   for (int i = 0; i < 4; ++i)
     #pragma unroll
-    for (int c = 0; c < 8; ++c) acc[i][c] = 0.f;
+    for (int e = 0; e < 8; ++e) acc[i][e] = 0.f;
   #pragma unroll 4
   for (int j = 0; j < DEPTH; j += 2) {
-    float2 qv[4], kv[8];
+    float2 qv[4];
     #pragma unroll
-    for (int i = 0; i < 4; ++i) qv[i] = __half22float2(*(const __half2*)&qs[q0 + i][j]);
-    #pragma unroll
-    for (int c = 0; c < 8; ++c) kv[c] = __half22float2(*(const __half2*)&ks[kq + 8 * c][j]);
+    for (int i = 0; i < 4; ++i) qv[i] = load_float2(qf + (q0 + i) * L::LDQ + j);
+    __align__(16) float k0[8];
+    __align__(16) float k1[8];
+    copy16(k0, kt + j * L::LDK + 4 * kq);
+    copy16(k0 + 4, kt + j * L::LDK + 32 + 4 * kq);
+    copy16(k1, kt + (j + 1) * L::LDK + 4 * kq);
+    copy16(k1 + 4, kt + (j + 1) * L::LDK + 32 + 4 * kq);
     #pragma unroll
     for (int i = 0; i < 4; ++i)
       #pragma unroll
-      for (int c = 0; c < 8; ++c) acc[i][c] += qv[i].x * kv[c].x + qv[i].y * kv[c].y;
+      for (int e = 0; e < 8; ++e) acc[i][e] += qv[i].x * k0[e] + qv[i].y * k1[e];
   }
+  // Scale, bias and softmax per row, in registers.
   const float scale = rsqrtf((float)DEPTH);
   #pragma unroll
-  for (int i = 0; i < 4; ++i)
-    #pragma unroll
-    for (int c = 0; c < 8; ++c) ss[q0 + i][kq + 8 * c] = acc[i][c] * scale;
-  __syncthreads();
-  // Bias and softmax: two threads per row (adjacent lanes), 32 columns each.
-  {
-    const int r = t / 2, c0 = (t % 2) * 32;
+  for (int i = 0; i < 4; ++i) {
+    float row_bias[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     if (bias) {
-      const __half* src = bias + ((long)b * heads + h) * 4096 + r * 64 + c0;
-      #pragma unroll
-      for (int c = 0; c < 32; c += 8) {
-        float bv[8];
-        load8(src + c, bv);
-        #pragma unroll
-        for (int e = 0; e < 8; ++e) ss[r][c0 + c + e] += bv[e];
-      }
+      const __half* src = bias + ((long)b * heads + h) * 4096 + (q0 + i) * 64 + 4 * kq;
+      load4(src, row_bias);
+      load4(src + 32, row_bias + 4);
     }
     float mx = -3.0e38f;
-    for (int c = 0; c < 32; ++c) mx = fmaxf(mx, ss[r][c0 + c]);
+    #pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      acc[i][e] = acc[i][e] * scale + row_bias[e];
+      mx = fmaxf(mx, acc[i][e]);
+    }
     mx = fmaxf(mx, SHFL_XOR(mx, 1));
+    mx = fmaxf(mx, SHFL_XOR(mx, 2));
+    mx = fmaxf(mx, SHFL_XOR(mx, 4));
     float sum = 0.f;
-    for (int c = 0; c < 32; ++c) {
-      const float e = expf(ss[r][c0 + c] - mx);
-      ss[r][c0 + c] = e;
-      sum += e;
+    #pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      acc[i][e] = expf(acc[i][e] - mx);
+      sum += acc[i][e];
     }
     sum += SHFL_XOR(sum, 1);
+    sum += SHFL_XOR(sum, 2);
+    sum += SHFL_XOR(sum, 4);
     const float inv = 1.f / sum;
-    for (int c = 0; c < 32; ++c) ss[r][c0 + c] *= inv;
+    #pragma unroll
+    for (int e = 0; e < 8; ++e) acc[i][e] *= inv;
+  }
+  __syncthreads();  // every thread is done with Q and K before P overwrites them
+  // Plain stores: NVRTC 13.0 fails to compile an 8-byte memcpy into this shared array.
+  #pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float* row = pf + (q0 + i) * L::LDP + 4 * kq;
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      row[e] = acc[i][e];
+      row[32 + e] = acc[i][4 + e];
+    }
   }
   __syncthreads();
   // Context: rows q0..q0+3, columns j0..j0+DEPTH/8-1, two keys per step.
@@ -102,12 +173,12 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
   for (int k = 0; k < 64; k += 2) {
     float2 pv[4];
     #pragma unroll
-    for (int i = 0; i < 4; ++i) pv[i] = *(const float2*)&ss[q0 + i][k];
+    for (int i = 0; i < 4; ++i) pv[i] = load_float2(pf + (q0 + i) * L::LDP + k);
     float v0[COLS], v1[COLS];
     #pragma unroll
     for (int c = 0; c < COLS; c += 2) {
-      const float2 a = __half22float2(*(const __half2*)&vs[k][j0 + c]);
-      const float2 d = __half22float2(*(const __half2*)&vs[k + 1][j0 + c]);
+      const float2 a = __half22float2(*(const __half2*)&vs[k * L::LDV + j0 + c]);
+      const float2 d = __half22float2(*(const __half2*)&vs[(k + 1) * L::LDV + j0 + c]);
       v0[c] = a.x;
       v0[c + 1] = a.y;
       v1[c] = d.x;
@@ -126,9 +197,15 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
   }
 }
 
-KERNEL void attention_d16(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<16>(qkv, bias, ctx, heads); }
-KERNEL void attention_d32(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<32>(qkv, bias, ctx, heads); }
-KERNEL void attention_d64(const __half* qkv, const __half* bias, __half* ctx, int heads) { attention_body<64>(qkv, bias, ctx, heads); }
+KERNEL void __launch_bounds__(ATTENTION_THREADS) attention_d16(const __half* qkv, const __half* qkv_bias, const __half* bias, __half* ctx, int heads) {
+  attention_body<16>(qkv, qkv_bias, bias, ctx, heads);
+}
+KERNEL void __launch_bounds__(ATTENTION_THREADS) attention_d32(const __half* qkv, const __half* qkv_bias, const __half* bias, __half* ctx, int heads) {
+  attention_body<32>(qkv, qkv_bias, bias, ctx, heads);
+}
+KERNEL void __launch_bounds__(ATTENTION_THREADS) attention_d64(const __half* qkv, const __half* qkv_bias, const __half* bias, __half* ctx, int heads) {
+  attention_body<64>(qkv, qkv_bias, bias, ctx, heads);
+}
 
 #if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
 // The NVIDIA fast path of the attention above (mma.sync m16n8k16, ldmatrix and cp.async: sm_80 and

@@ -52,7 +52,8 @@ pub fn poisoned(device: &dyn GpuDevice, n: usize) -> GpuBuffer {
     b
 }
 
-/// Both attention kernels (portable, tensor-core) against an f64 reference.
+/// Both attention kernels (portable, tensor-core) against an f64 reference. The portable one
+/// adds the QKV bias itself (the GEMM before it has none on the BLAS path): given in odd cases.
 pub fn check_attention(device: &dyn GpuDevice, tensor_cores: bool) {
     for (case, &(batch, heads, depth, with_bias)) in [
         (1, 2, 32, true),
@@ -68,7 +69,10 @@ pub fn check_attention(device: &dyn GpuDevice, tensor_cores: bool) {
         let rows = batch * 64;
         let qkv = random_f16(rows * 3 * d_model, case as u64 + 1, 2.0);
         let bias = random_f16(batch * heads * 4096, case as u64 + 100, 3.0);
+        let qkv_bias = (!tensor_cores && case % 2 == 1)
+            .then(|| random_f16(3 * d_model, case as u64 + 200, 1.0));
         let qkv_gpu = upload(device, &qkv);
+        let qkv_bias_gpu = qkv_bias.as_deref().map(|v| upload(device, v));
         let bias_gpu = upload(device, &bias);
         // One head per block, and several (tensor-core kernels) where the "GPU" has 1 SM.
         for multiprocessors in [1_000_000, 1] {
@@ -76,8 +80,8 @@ pub fn check_attention(device: &dyn GpuDevice, tensor_cores: bool) {
                 device,
                 (depth, tensor_cores, multiprocessors),
                 (batch, heads),
-                (&qkv, &bias, with_bias),
-                (&qkv_gpu, &bias_gpu),
+                (&qkv, qkv_bias.as_deref(), &bias, with_bias),
+                (&qkv_gpu, qkv_bias_gpu.as_ref(), &bias_gpu),
                 case,
             );
         }
@@ -89,8 +93,8 @@ fn check_attention_launch(
     device: &dyn GpuDevice,
     (depth, tensor_cores, multiprocessors): (usize, bool, usize),
     (batch, heads): (usize, usize),
-    (qkv, bias, with_bias): (&[f32], &[f32], bool),
-    (qkv_gpu, bias_gpu): (&GpuBuffer, &GpuBuffer),
+    (qkv, qkv_bias, bias, with_bias): (&[f32], Option<&[f32]>, &[f32], bool),
+    (qkv_gpu, qkv_bias_gpu, bias_gpu): (&GpuBuffer, Option<&GpuBuffer>, &GpuBuffer),
     case: usize,
 ) {
     let d_model = heads * depth;
@@ -106,6 +110,7 @@ fn check_attention_launch(
             k,
             how.launch,
             qkv_arg,
+            qkv_bias_gpu.map(GpuBuffer::ptr),
             bias_arg,
             ctx.ptr(),
             heads_arg,
@@ -128,7 +133,9 @@ fn check_attention_launch(
         for h in 0..heads {
             for q in 0..64 {
                 let at = |t: usize, part: usize, j: usize| {
-                    f64::from(qkv[(b * 64 + t) * 3 * d_model + part * d_model + h * depth + j])
+                    let col = part * d_model + h * depth + j;
+                    f64::from(qkv[(b * 64 + t) * 3 * d_model + col])
+                        + qkv_bias.map_or(0.0, |v| f64::from(v[col]))
                 };
                 let logits: Vec<f64> = (0..64)
                     .map(|k| {
@@ -159,8 +166,9 @@ fn check_attention_launch(
     }
     assert!(worst < 4e-3, "case {case}: max abs error {worst}");
     eprintln!(
-        "attention case {case} (batch {batch}, {heads} heads, depth {depth}, {:?} heads per block): max abs error {worst:.2e}",
-        how.heads_per_block
+        "attention case {case} (batch {batch}, {heads} heads, depth {depth}, {:?} heads per block, QKV bias {}): max abs error {worst:.2e}",
+        how.heads_per_block,
+        qkv_bias.is_some()
     );
 }
 

@@ -213,9 +213,11 @@ launchers! { SHARED;
         cols: i32,
     );
     /// Attention of every head over its position's 64 tokens (portable: one block per head and
-    /// position), with an optional smolgen bias; the member is the head depth.
+    /// position), adding the QKV bias where given (what a BLAS GEMM left out) and an optional
+    /// smolgen bias; the member is the head depth.
     attention [PortableAttention: D16 = attention_d16, D32 = attention_d32, D64 = attention_d64](
         qkv: DevicePtr,
+        qkv_bias: Option<DevicePtr>,
         bias: Option<DevicePtr>,
         ctx: DevicePtr,
         heads: i32,
@@ -262,7 +264,8 @@ launchers! { SHARED;
 
 launchers! { CUDA_ONLY;
     /// The attention on NVIDIA tensor cores (sm_80 and newer): the inputs and outputs of
-    /// [`attention`], `heads_per_block` heads per block; the member is the head depth.
+    /// [`attention`] with the QKV bias already added (by the GEMM), `heads_per_block` heads per
+    /// block; the member is the head depth.
     attention_mma [TensorCoreAttention:
         D16 = attention_mma_d16,
         D32 = attention_mma_d32,
@@ -288,13 +291,22 @@ mod tests {
     use super::*;
     use crate::gpu::kernels::source;
 
-    /// Every `KERNEL void name(params)` of the kernel sources: its name and each parameter's
-    /// name and kind, read from the C declaration.
+    /// The declaration after `KERNEL void ` without its `__launch_bounds__(…) ` if it has one.
+    fn without_launch_bounds(declaration: &str) -> &str {
+        match declaration.strip_prefix("__launch_bounds__(") {
+            Some(rest) => rest.split_once(") ").expect("closed launch bounds").1,
+            None => declaration,
+        }
+    }
+
+    /// Every `KERNEL void [__launch_bounds__(…)] name(params)` of the kernel sources: its name
+    /// and each parameter's name and kind, read from the C declaration.
     fn declared_kernels(source: &str) -> Vec<(String, Vec<(String, ArgKind)>)> {
         source
             .split("KERNEL void ")
             .skip(1)
             .map(|rest| {
+                let rest = without_launch_bounds(rest);
                 let (name, rest) = rest.split_once('(').expect("a parameter list");
                 let params = rest.split_once(')').expect("a closed parameter list").0;
                 let params = params.split(',').map(|p| c_parameter(p.trim())).collect();
@@ -324,16 +336,21 @@ mod tests {
 
     #[test]
     fn c_parameters_are_read_by_kind() {
-        let parsed = declared_kernels(
-            "KERNEL void k(const __half* __restrict__ x, long rows, int cols, float eps) {",
-        );
+        let parsed = declared_kernels(concat!(
+            "KERNEL void k(const __half* __restrict__ x, long rows, int cols, float eps) {}\n",
+            "KERNEL void __launch_bounds__(THREADS) b(int* y) {}",
+        ));
         let expected = vec![
             ("x".to_owned(), ArgKind::Ptr),
             ("rows".to_owned(), ArgKind::I64),
             ("cols".to_owned(), ArgKind::I32),
             ("eps".to_owned(), ArgKind::F32),
         ];
-        assert_eq!(parsed, vec![("k".to_owned(), expected)]);
+        let bounded = vec![("y".to_owned(), ArgKind::Ptr)];
+        assert_eq!(
+            parsed,
+            vec![("k".to_owned(), expected), ("b".to_owned(), bounded)]
+        );
     }
 
     #[test]
@@ -368,10 +385,17 @@ mod tests {
             .find("#if defined(GPU_CUDA) &&")
             .expect("the CUDA-only section");
         let guarded_to = guarded_from + src[guarded_from..].find("#endif").unwrap();
+        let declared_at = |name: &str| {
+            src.match_indices("KERNEL void ")
+                .find(|(at, m)| {
+                    let rest = &src[at + m.len()..];
+                    without_launch_bounds(rest).starts_with(&format!("{name}("))
+                })
+                .map(|(at, _)| at)
+                .unwrap_or_else(|| panic!("{name} is not declared"))
+        };
         for signature in entry_points(SHARED) {
-            let at = src
-                .find(&format!("KERNEL void {}(", signature.name))
-                .unwrap();
+            let at = declared_at(signature.name);
             assert!(
                 !(guarded_from..guarded_to).contains(&at),
                 "{}",
@@ -379,9 +403,7 @@ mod tests {
             );
         }
         for signature in entry_points(CUDA_ONLY) {
-            let at = src
-                .find(&format!("KERNEL void {}(", signature.name))
-                .unwrap();
+            let at = declared_at(signature.name);
             assert!(
                 (guarded_from..guarded_to).contains(&at),
                 "{}",

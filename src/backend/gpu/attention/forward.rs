@@ -296,9 +296,14 @@ impl Forward<'_> {
             _ => None,
         };
         let l = Some(index);
+        // The portable attention adds the QKV bias as it loads Q, K and V: on the BLAS path
+        // (no bias epilogue) that saves a pass over the QKV output, and on Lt it costs nothing.
+        let bias_in_attention = matches!(self.attention, AttentionKernel::Portable(_));
         self.op("qkv", l, linear_cost(&layer.qkv, rows), || {
-            self.ops.linear(&layer.qkv, x, b.qkv.ptr(), rows, true)
+            self.ops
+                .linear(&layer.qkv, x, b.qkv.ptr(), rows, !bias_in_attention)
         })?;
+        let qkv_bias = layer.qkv.bias().filter(|_| bias_in_attention);
         let products = 4 * (batch * s.heads * SQUARES * SQUARES * s.depth) as u64;
         let bias_bytes = if bias.is_some() {
             batch * s.heads * SQUARES * SQUARES
@@ -323,9 +328,9 @@ impl Forward<'_> {
                 let (device, heads) = (self.ops.device, s.heads as i32);
                 let (qkv, ctx) = (b.qkv.ptr(), b.ctx.ptr());
                 match (self.attention, how.heads_per_block) {
-                    (AttentionKernel::Portable(kernel), _) => {
-                        launchers::attention(device, kernel, how.launch, qkv, bias, ctx, heads)
-                    }
+                    (AttentionKernel::Portable(kernel), _) => launchers::attention(
+                        device, kernel, how.launch, qkv, qkv_bias, bias, ctx, heads,
+                    ),
                     (AttentionKernel::TensorCores(kernel), heads_per_block) => {
                         launchers::attention_mma(
                             device,
