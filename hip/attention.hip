@@ -72,26 +72,43 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
   constexpr int CHUNKS = DEPTH / 8;
-  // Q and V: neighbouring threads read neighbouring 16-byte chunks of a row.
-  for (int i = t; i < 64 * CHUNKS; i += blockDim.x) {
-    const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+  // Q and V: neighbouring threads read neighbouring 16-byte chunks of a row. A thread's chunk
+  // column stays the same on every row it takes (ATTENTION_THREADS is a multiple of CHUNKS), so
+  // its biases are loaded once.
+  {
+    const int c = (t % CHUNKS) * 8;
     const long col = h * DEPTH + c;
-    const __half* src = qkv + (row0 + r) * stride + col;
-    float q[8], v[8];
-    load8_plus_bias(src, qkv_bias, col, q);
-    load8_plus_bias(src + 2 * d_model, qkv_bias, 2 * d_model + col, v);
+    float q_bias[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    float v_bias[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (qkv_bias) {
+      load8(qkv_bias + col, q_bias);
+      load8(qkv_bias + 2 * d_model + col, v_bias);
+    }
     #pragma unroll
-    for (int e = 0; e < 8; ++e) qf[r * L::LDQ + c + e] = q[e];
-    store8(vs + r * L::LDV + c, v);
+    for (int r = t / CHUNKS; r < 64; r += ATTENTION_THREADS / CHUNKS) {
+      const __half* src = qkv + (row0 + r) * stride + col;
+      float q[8], v[8];
+      load8(src, q);
+      load8(src + 2 * d_model, v);
+      #pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        qf[r * L::LDQ + c + e] = q[e] + q_bias[e];
+        v[e] += v_bias[e];
+      }
+      store8(vs + r * L::LDV + c, v);
+    }
   }
   // K, transposed: neighbouring threads take neighbouring rows, so their column writes do not collide.
-  for (int i = t; i < 64 * CHUNKS; i += blockDim.x) {
-    const int r = i % 64, c = (i / 64) * 8;
-    const long col = d_model + h * DEPTH + c;
-    float k[8];
-    load8_plus_bias(qkv + (row0 + r) * stride + col, qkv_bias, col, k);
+  {
+    const int r = t % 64;
     #pragma unroll
-    for (int e = 0; e < 8; ++e) kt[(c + e) * L::LDK + r] = k[e];
+    for (int c = (t / 64) * 8; c < DEPTH; c += (ATTENTION_THREADS / 64) * 8) {
+      const long col = d_model + h * DEPTH + c;
+      float k[8];
+      load8_plus_bias(qkv + (row0 + r) * stride + col, qkv_bias, col, k);
+      #pragma unroll
+      for (int e = 0; e < 8; ++e) kt[(c + e) * L::LDK + r] = k[e];
+    }
   }
   __syncthreads();
   const int q0 = (t / 8) * 4, kq = t % 8;
