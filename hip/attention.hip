@@ -51,9 +51,8 @@ static __device__ __forceinline__ void load8_plus_bias(const __half* src, const 
 // Attention for 64 tokens, one block of 128 threads per (head, position). Q, K, V are read in
 // place from the fused QKV output ([rows][3·d_model]: q | k | v), plus its bias qkv_bias
 // ([3·d_model], may be null: a BLAS GEMM has no bias epilogue, so this saves a pass over QKV);
-// the smolgen bias
-// ([position][head][64][64], may be null) is added after the 1/sqrt(depth) scale; softmax in
-// fp32; the context goes to ctx ([rows][d_model]).
+// the smolgen bias ([position][head][64][64], may be null) is added after the 1/sqrt(depth)
+// scale; softmax in fp32; the context goes to ctx ([rows][d_model]).
 // Thread t owns query rows 4·(t/8) … +3 and, with kq = t % 8, keys 4·kq … +3 and 32 + 4·kq … +3:
 // its 32 scores stay in registers, a row's max and sum come from the 8 neighbouring lanes that
 // share it (shuffles within groups of 8, so any warp size works), and each step of the score loop

@@ -13,7 +13,7 @@
 # 900; a run past it is listed as timed out and fails the script); SCOPE (which kernels the tool
 # instruments: all, the default; ours, every kernel but NVIDIA's nvjet GEMM kernels; library,
 # only those). synccheck at BT4 batch 64 does not finish with SCOPE=all but does with ours
-# (docs/validation.md); racecheck fails with an internal error under any filter.
+# (docs/validation.md); racecheck fails with an internal error under either filter.
 # A racecheck run whose every race has both accesses inside one of the NVIDIA GEMM kernels
 # listed in racecheck-library-kernels.txt, and whose selftest passed, is listed as "library
 # only" and does not fail the script: such reports come as well from a program that runs nothing
