@@ -3,27 +3,21 @@
 // Threads per block of the attention kernels (the Rust side's ATTENTION_THREADS).
 #define ATTENTION_THREADS 128
 
-// Shared-memory layout of the portable attention (in floats unless said otherwise). Q is held
-// as rows and K transposed, both converted to fp32 once, so the score loop reads operands without
-// conversions; the probabilities then overwrite them. V stays fp16. The padding makes the reads
-// of the inner loops free of bank conflicts for 32 and 64 lanes: the four row groups of a warp
-// read Q and P rows whose starts are 8 banks apart (stride ≡ 2 mod 8), and K rows (16-byte
-// aligned) are read as whole 128-byte lines.
+// Shared-memory layout of the portable attention (in floats). Q is held as rows and K
+// transposed, both converted to fp32 once, so the score loop reads operands without conversions;
+// the probabilities P and V (fp32) then overwrite them. Every row stride is a multiple of 4 (16-byte
+// reads) and ≡ 4 mod 32 or 20 mod 32 banks, so the rows g, g+1, … that the row groups of a warp
+// read at once start in different 4-bank quads for 32 and 64 lanes: reads free of bank conflicts.
 template <int DEPTH>
 struct PortableAttentionLayout {
-  static constexpr int LDQ = DEPTH + 2;
+  static constexpr int LDQ = DEPTH + 4;
   static constexpr int LDK = 64 + 4;
-  static constexpr int LDP = 64 + 2;
-  static constexpr int LDV = DEPTH + 8;
+  static constexpr int LDP = 64 + 4;
+  static constexpr int LDV = DEPTH + 4;
   static constexpr int QK = 64 * LDQ + DEPTH * LDK;
-  static constexpr int SHARED = QK > 64 * LDP ? QK : 64 * LDP;
+  static constexpr int PV = 64 * LDP + 64 * LDV;
+  static constexpr int SHARED = QK > PV ? QK : PV;
 };
-
-static __device__ __forceinline__ float2 load_float2(const float* src) {
-  float2 v;
-  LC0RS_MEMCPY(&v, __builtin_assume_aligned(src, 8), 8);
-  return v;
-}
 
 // Four fp16 values (8 bytes, 8-byte aligned) as floats.
 static __device__ __forceinline__ void load4(const __half* src, float* out) {
@@ -48,53 +42,65 @@ static __device__ __forceinline__ void load8_plus_bias(const __half* src, const 
   }
 }
 
+// N consecutive floats of shared memory (N = 2, 4 or a multiple of 4; 4·N-byte aligned).
+template <int N>
+static __device__ __forceinline__ void load_floats(float* dst, const float* src) {
+  if constexpr (N == 2) {
+    LC0RS_MEMCPY(dst, __builtin_assume_aligned(src, 8), 8);
+  } else {
+    #pragma unroll
+    for (int i = 0; i < N; i += 4) copy16(dst + i, src + i);
+  }
+}
+
 // Attention for 64 tokens, one block of 128 threads per (head, position). Q, K, V are read in
 // place from the fused QKV output ([rows][3·d_model]: q | k | v), plus its bias qkv_bias
 // ([3·d_model], may be null: a BLAS GEMM has no bias epilogue, so this saves a pass over QKV);
 // the smolgen bias ([position][head][64][64], may be null) is added after the 1/sqrt(depth)
 // scale; softmax in fp32; the context goes to ctx ([rows][d_model]).
-// Thread t owns query rows 4·(t/8) … +3 and, with kq = t % 8, keys 4·kq … +3 and 32 + 4·kq … +3:
-// its 32 scores stay in registers, a row's max and sum come from the 8 neighbouring lanes that
-// share it (shuffles within groups of 8, so any warp size works), and each step of the score loop
-// feeds 64 FMAs from 8 shared loads. The context step gives each thread the same rows and
-// DEPTH/8 output columns. Portable: no tensor cores, no warp-size assumption beyond 8.
+// Thread t, in row group g = t/8, owns query rows g, g+16, g+32, g+48 and, with kq = t % 8, keys
+// 4·kq … +3 and 32 + 4·kq … +3: its 32 scores stay in registers, a row's max and sum come from
+// the 8 neighbouring lanes that share it (shuffles within groups of 8, so any warp size works),
+// and each step of the score loop feeds 128 FMAs from 12 shared loads of 16 bytes. The context
+// step gives each thread the same rows and DEPTH/8 output columns (at depth 32, 64 FMAs from 8
+// loads per step). V waits in registers while the scores are computed, so Q, K and then P, V
+// share one allocation (26 KB at depth 32, 34 KB at 64). Every product is an explicit fma:
+// `acc += a·b + c·d` compiles to a multiply, an fma and an add (measured: 2.3 instructions per
+// FMA where 1 is the aim). Portable: no tensor cores, no warp-size assumption beyond 8.
 template <int DEPTH>
 static __device__ void attention_body(const __half* __restrict__ qkv, const __half* __restrict__ qkv_bias,
                                       const __half* __restrict__ bias, __half* __restrict__ ctx, int heads) {
   using L = PortableAttentionLayout<DEPTH>;
-  __shared__ __align__(16) float qk_then_p[L::SHARED];
-  __shared__ __align__(16) __half vs[64 * L::LDV];
-  float* qf = qk_then_p;                // [64][LDQ]
-  float* kt = qk_then_p + 64 * L::LDQ;  // [DEPTH][LDK]
-  float* pf = qk_then_p;                // [64][LDP], once the scores are in registers
+  __shared__ __align__(16) float smem[L::SHARED];
+  float* qf = smem;                 // [64][LDQ]
+  float* kt = smem + 64 * L::LDQ;   // [DEPTH][LDK]
+  float* pf = smem;                 // [64][LDP], once the scores are in registers
+  float* vf = smem + 64 * L::LDP;   // [64][LDV], likewise
   const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x;
   const int d_model = heads * DEPTH, stride = 3 * d_model;
   const long row0 = (long)b * 64;
   constexpr int CHUNKS = DEPTH / 8;
-  // Q and V: neighbouring threads read neighbouring 16-byte chunks of a row. A thread's chunk
-  // column stays the same on every row it takes (ATTENTION_THREADS is a multiple of CHUNKS), so
-  // its biases are loaded once.
+  constexpr int ROW_STEP = ATTENTION_THREADS / CHUNKS;
+  constexpr int V_ROWS = 64 / ROW_STEP;
+  // Q to shared memory and V to registers (it goes to shared memory once Q and K are done with):
+  // neighbouring threads read neighbouring 16-byte chunks of a row. A thread's chunk column stays
+  // the same on every row it takes (ATTENTION_THREADS is a multiple of CHUNKS), so its biases are
+  // loaded once.
+  const int chunk = (t % CHUNKS) * 8;
+  __align__(16) __half2 v_raw[V_ROWS][4];
   {
-    const int c = (t % CHUNKS) * 8;
-    const long col = h * DEPTH + c;
+    const long col = h * DEPTH + chunk;
     float q_bias[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    float v_bias[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    if (qkv_bias) {
-      load8(qkv_bias + col, q_bias);
-      load8(qkv_bias + 2 * d_model + col, v_bias);
-    }
+    if (qkv_bias) load8(qkv_bias + col, q_bias);
     #pragma unroll
-    for (int r = t / CHUNKS; r < 64; r += ATTENTION_THREADS / CHUNKS) {
+    for (int i = 0; i < V_ROWS; ++i) {
+      const int r = t / CHUNKS + i * ROW_STEP;
       const __half* src = qkv + (row0 + r) * stride + col;
-      float q[8], v[8];
+      float q[8];
       load8(src, q);
-      load8(src + 2 * d_model, v);
+      copy16(v_raw[i], src + 2 * d_model);
       #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        qf[r * L::LDQ + c + e] = q[e] + q_bias[e];
-        v[e] += v_bias[e];
-      }
-      store8(vs + r * L::LDV + c, v);
+      for (int e = 0; e < 8; ++e) qf[r * L::LDQ + chunk + e] = q[e] + q_bias[e];
     }
   }
   // K, transposed: neighbouring threads take neighbouring rows, so their column writes do not collide.
@@ -110,43 +116,45 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
     }
   }
   __syncthreads();
-  const int q0 = (t / 8) * 4, kq = t % 8;
-  // Scores: acc[i][e] is query q0 + i against key 4·kq + e (e < 4) or 32 + 4·kq + e − 4.
+  const int g = t / 8, kq = t % 8;
+  // Scores: acc[i][e] is query g + 16·i against key 4·kq + e (e < 4) or 32 + 4·kq + e − 4.
   float acc[4][8];
   #pragma unroll
   for (int i = 0; i < 4; ++i)
     #pragma unroll
     for (int e = 0; e < 8; ++e) acc[i][e] = 0.f;
-  #pragma unroll 4
-  for (int j = 0; j < DEPTH; j += 2) {
-    float2 qv[4];
+  #pragma unroll 2
+  for (int j = 0; j < DEPTH; j += 4) {
+    __align__(16) float qv[4][4];
     #pragma unroll
-    for (int i = 0; i < 4; ++i) qv[i] = load_float2(qf + (q0 + i) * L::LDQ + j);
-    __align__(16) float k0[8];
-    __align__(16) float k1[8];
-    copy16(k0, kt + j * L::LDK + 4 * kq);
-    copy16(k0 + 4, kt + j * L::LDK + 32 + 4 * kq);
-    copy16(k1, kt + (j + 1) * L::LDK + 4 * kq);
-    copy16(k1 + 4, kt + (j + 1) * L::LDK + 32 + 4 * kq);
+    for (int i = 0; i < 4; ++i) copy16(qv[i], qf + (g + 16 * i) * L::LDQ + j);
     #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int u = 0; u < 4; ++u) {
+      __align__(16) float k[8];
+      copy16(k, kt + (j + u) * L::LDK + 4 * kq);
+      copy16(k + 4, kt + (j + u) * L::LDK + 32 + 4 * kq);
       #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[i][e] += qv[i].x * k0[e] + qv[i].y * k1[e];
+      for (int i = 0; i < 4; ++i)
+        #pragma unroll
+        for (int e = 0; e < 8; ++e) acc[i][e] = fmaf(qv[i][u], k[e], acc[i][e]);
+    }
   }
-  // Scale, bias and softmax per row, in registers.
-  const float scale = rsqrtf((float)DEPTH);
+  // Scale, bias and softmax per row, in registers, in base 2: the scores are scaled by log2(e)
+  // so that each exponential is one exp2 (the hardware's own), where expf adds a range reduction.
+  constexpr float LOG2E = 1.4426950408889634f;
+  const float scale = rsqrtf((float)DEPTH) * LOG2E;
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     float row_bias[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     if (bias) {
-      const __half* src = bias + ((long)b * heads + h) * 4096 + (q0 + i) * 64 + 4 * kq;
+      const __half* src = bias + ((long)b * heads + h) * 4096 + (g + 16 * i) * 64 + 4 * kq;
       load4(src, row_bias);
       load4(src + 32, row_bias + 4);
     }
     float mx = -3.0e38f;
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      acc[i][e] = acc[i][e] * scale + row_bias[e];
+      acc[i][e] = fmaf(acc[i][e], scale, row_bias[e] * LOG2E);
       mx = fmaxf(mx, acc[i][e]);
     }
     mx = fmaxf(mx, SHFL_XOR(mx, 1));
@@ -155,7 +163,7 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
     float sum = 0.f;
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      acc[i][e] = expf(acc[i][e] - mx);
+      acc[i][e] = exp2f(acc[i][e] - mx);
       sum += acc[i][e];
     }
     sum += SHFL_XOR(sum, 1);
@@ -165,19 +173,29 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
     #pragma unroll
     for (int e = 0; e < 8; ++e) acc[i][e] *= inv;
   }
-  __syncthreads();  // every thread is done with Q and K before P overwrites them
+  __syncthreads();  // every thread is done with Q and K before P and V overwrite them
   // Plain stores: NVRTC 13.0 fails to compile an 8-byte memcpy into this shared array.
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    float* row = pf + (q0 + i) * L::LDP + 4 * kq;
+    float* row = pf + (g + 16 * i) * L::LDP + 4 * kq;
     #pragma unroll
     for (int e = 0; e < 4; ++e) {
       row[e] = acc[i][e];
       row[32 + e] = acc[i][4 + e];
     }
   }
+  #pragma unroll
+  for (int i = 0; i < V_ROWS; ++i) {
+    float* row = vf + (t / CHUNKS + i * ROW_STEP) * L::LDV + chunk;
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 v = __half22float2(v_raw[i][e]);
+      row[2 * e] = v.x;
+      row[2 * e + 1] = v.y;
+    }
+  }
   __syncthreads();
-  // Context: rows q0..q0+3, columns j0..j0+DEPTH/8-1, two keys per step.
+  // Context: rows g + 16·i, columns j0 … j0 + DEPTH/8 − 1, four keys per step.
   constexpr int COLS = DEPTH / 8;
   const int j0 = kq * COLS;
   float out[4][COLS];
@@ -185,29 +203,31 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
   for (int i = 0; i < 4; ++i)
     #pragma unroll
     for (int c = 0; c < COLS; ++c) out[i][c] = 0.f;
-  #pragma unroll 4
-  for (int k = 0; k < 64; k += 2) {
-    float2 pv[4];
+  #pragma unroll 2
+  for (int k = 0; k < 64; k += 4) {
+    __align__(16) float pv[4][4];
     #pragma unroll
-    for (int i = 0; i < 4; ++i) pv[i] = load_float2(pf + (q0 + i) * L::LDP + k);
-    float v0[COLS], v1[COLS];
+    for (int i = 0; i < 4; ++i) copy16(pv[i], pf + (g + 16 * i) * L::LDP + k);
     #pragma unroll
-    for (int c = 0; c < COLS; c += 2) {
-      const float2 a = __half22float2(*(const __half2*)&vs[k * L::LDV + j0 + c]);
-      const float2 d = __half22float2(*(const __half2*)&vs[(k + 1) * L::LDV + j0 + c]);
-      v0[c] = a.x;
-      v0[c + 1] = a.y;
-      v1[c] = d.x;
-      v1[c + 1] = d.y;
-    }
-    #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int u = 0; u < 4; ++u) {
+      __align__(16) float v[COLS];
+      load_floats<COLS>(v, vf + (k + u) * L::LDV + j0);
       #pragma unroll
-      for (int c = 0; c < COLS; ++c) out[i][c] += pv[i].x * v0[c] + pv[i].y * v1[c];
+      for (int i = 0; i < 4; ++i)
+        #pragma unroll
+        for (int c = 0; c < COLS; ++c) out[i][c] = fmaf(pv[i][u], v[c], out[i][c]);
+    }
   }
+  // V's bias, added here: each row of P sums to 1, so P·(V + 1·biasᵀ) = P·V + 1·biasᵀ.
+  float v_bias[COLS];
+  #pragma unroll
+  for (int c = 0; c < COLS; ++c)
+    v_bias[c] = qkv_bias ? __half2float(qkv_bias[2 * d_model + h * DEPTH + j0 + c]) : 0.f;
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    __half2* dst = (__half2*)(ctx + (row0 + q0 + i) * d_model + h * DEPTH + j0);
+    #pragma unroll
+    for (int c = 0; c < COLS; ++c) out[i][c] += v_bias[c];
+    __half2* dst = (__half2*)(ctx + (row0 + g + 16 * i) * d_model + h * DEPTH + j0);
     #pragma unroll
     for (int c = 0; c < COLS; c += 2) dst[c / 2] = __floats2half2_rn(out[i][c], out[i][c + 1]);
   }
