@@ -4,6 +4,7 @@
 //! from a weights file, [`netgen`] writes valid weights files with random weights for testing
 //! and benchmarking, and [`netsource`] resolves `-w` (a file, `preset:NAME`, or the bundled net).
 
+pub mod attnbench;
 pub mod backend;
 pub mod bench;
 pub mod chess;

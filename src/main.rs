@@ -141,6 +141,40 @@ enum Command {
         #[arg(long)]
         arch: String,
     },
+    /// Time the attention implementations (naive, unfused, portable, mma) at lc0's shapes, each
+    /// checked against an f64 reference first; CSV.
+    Attnbench {
+        /// GPU backend: cuda-fp16, rocm-fp16 or hip-emu.
+        #[arg(short, long, default_value = "cuda-fp16")]
+        backend: String,
+        /// GPU ordinal.
+        #[arg(long, default_value_t = 0)]
+        gpu: usize,
+        /// Head counts, comma-separated (T82 has 24, BT4 32).
+        #[arg(long, value_delimiter = ',', default_values_t = [24usize, 32])]
+        heads: Vec<usize>,
+        /// Head depths, comma-separated (16, 32 or 64).
+        #[arg(long, value_delimiter = ',', default_values_t = [32usize])]
+        depth: Vec<usize>,
+        /// Batch sizes (positions), comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [1usize, 8, 64, 256, 1024])]
+        batches: Vec<usize>,
+        /// The smolgen bias: both, yes or no.
+        #[arg(long, default_value = "both", value_parser = ["both", "yes", "no"])]
+        bias: String,
+        /// Implementations, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = ["naive".to_owned(), "unfused".to_owned(), "portable".to_owned(), "mma".to_owned()])]
+        kernels: Vec<String>,
+        /// Calls before timing.
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        /// Calls per timed run.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        iterations: u64,
+        /// Timed runs; the median is printed.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        repeats: u64,
+    },
 }
 
 /// The network and backend flags, as lc0 names them.
@@ -259,6 +293,44 @@ fn run(cli: Cli) -> Result<()> {
             lc0rs::uci::run(std::io::stdin().lock(), out, config);
         }
         Command::Devices => commands::devices(),
+        Command::Attnbench {
+            backend,
+            gpu,
+            heads,
+            depth,
+            batches,
+            bias,
+            kernels,
+            warmup,
+            iterations,
+            repeats,
+        } => {
+            let implementations = kernels
+                .iter()
+                .map(|k| {
+                    lc0rs::attnbench::AttentionImpl::from_name(k).with_context(|| {
+                        format!("unknown attention kernel {k:?} (naive, unfused, portable, mma)")
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let smolgen = match bias.as_str() {
+                "yes" => vec![true],
+                "no" => vec![false],
+                _ => vec![false, true],
+            };
+            commands::attnbench(&commands::AttnBenchConfig {
+                backend,
+                gpu,
+                heads,
+                depths: depth,
+                batches,
+                smolgen,
+                implementations,
+                warmup,
+                iterations: iterations as usize,
+                repeats: repeats as usize,
+            })?
+        }
         Command::CompileKernels { vendor, arch } => {
             let vendor = match vendor.as_str() {
                 "cuda" => Vendor::Cuda,

@@ -31,6 +31,12 @@ fn attention_kernel_matches_cpu() {
 
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn attnbench_implementations_match_f64() {
+    kernels::check_attnbench_implementations(&device(), true);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn layer_norm_kernel_matches_cpu() {
     kernels::check_layer_norm(&device());
 }

@@ -55,6 +55,11 @@ fn attention_kernels_match_f64() {
 }
 
 #[test]
+fn attnbench_implementations_match_f64() {
+    at_each_wave(|device| kernels::check_attnbench_implementations(device, false));
+}
+
+#[test]
 fn layer_norm_kernel_matches_f64() {
     at_each_wave(kernels::check_layer_norm);
 }

@@ -2,6 +2,7 @@
 //! calls one of these. They print their results (stdout) and progress (stderr) as the command
 //! line shows them; the pieces worth testing on their own are plain functions beside them.
 
+pub mod attnbench;
 pub mod bench;
 pub mod devices;
 pub mod eval;
@@ -19,6 +20,7 @@ use crate::gpu::GpuError;
 use crate::netsource::NetSource;
 use crate::weights::{FileInfo, LoadOptions, Model, WeightsError};
 
+pub use attnbench::{AttnBenchConfig, attnbench};
 pub use bench::{ProfileOutputs, backendbench, compare_option_sets};
 pub use devices::{compile_kernels, devices};
 pub use eval::eval;

@@ -56,10 +56,11 @@ impl From<&Linear> for ColumnMajorGemm {
 }
 
 impl From<&BatchedProduct> for ColumnMajorGemm {
-    /// Row-major `C_i = A_i·B_iᵀ` is column-major `C_iᵀ = B_i·A_iᵀ` (as for [`Linear`]).
+    /// Row-major `C_i = A_i·B_iᵀ` is column-major `C_iᵀ = B_i·A_iᵀ` (as for [`Linear`]); with B
+    /// stored as `[k][n]` (`C_i = A_i·B_i`), B is already the column-major `n × k` operand.
     fn from(op: &BatchedProduct) -> Self {
         Self {
-            transpose_a: true,
+            transpose_a: !op.b_transposed,
             transpose_b: false,
             m: op.n,
             n: op.m,
@@ -282,6 +283,7 @@ mod tests {
             b: offset(100),
             ldb,
             stride_b,
+            b_transposed: false,
             c: offset(200),
             ldc,
             stride_c,

@@ -169,8 +169,8 @@ pub struct Linear {
 }
 
 /// Per-batch products on fp16 row-major data: for each `i < batch`,
-/// `C_i[m][n] = alpha · A_i[m][k] · B_i[n][k]ᵀ`, A and B with row strides `lda`/`ldb` and
-/// batch strides in elements.
+/// `C_i[m][n] = alpha · A_i[m][k] · B_i[n][k]ᵀ`, or with `b_transposed` (B stored as `[k][n]`)
+/// `alpha · A_i · B_i`; A and B with row strides `lda`/`ldb` and batch strides in elements.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BatchedProduct {
     pub batch: usize,
@@ -184,6 +184,7 @@ pub struct BatchedProduct {
     pub b: DevicePtr,
     pub ldb: usize,
     pub stride_b: usize,
+    pub b_transposed: bool,
     pub c: DevicePtr,
     pub ldc: usize,
     pub stride_c: usize,

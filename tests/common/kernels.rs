@@ -172,6 +172,36 @@ fn check_attention_launch(
     );
 }
 
+/// Every implementation `attnbench` times (the naive kernel, the unfused GEMM–softmax–GEMM path,
+/// the portable kernel and, with `tensor_cores`, the mma kernel) at each head depth, with and
+/// without the smolgen bias: `measure` compares each poisoned-then-written output with its f64
+/// reference and fails beyond the implementation's tolerance.
+pub fn check_attnbench_implementations(device: &dyn GpuDevice, tensor_cores: bool) {
+    use lc0rs::attnbench::{AttentionImpl, Case, measure};
+    for implementation in AttentionImpl::ALL {
+        if implementation == AttentionImpl::TensorCores && !tensor_cores {
+            continue;
+        }
+        for depth in [16, 32, 64] {
+            for (batch, smolgen) in [(2, false), (5, true)] {
+                let case = Case {
+                    heads: 3,
+                    depth,
+                    batch,
+                    smolgen,
+                };
+                let m = measure(device, implementation, case, (0, 1, 1))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                eprintln!(
+                    "{} at {case:?}: max abs error {:.2e}",
+                    implementation.name(),
+                    m.max_abs_error
+                );
+            }
+        }
+    }
+}
+
 /// The block LayerNorm (`layer_norm`) with activations and rows of any width.
 pub fn check_layer_norm(device: &dyn GpuDevice) {
     for (case, &(rows, cols, act)) in [

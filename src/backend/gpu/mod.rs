@@ -158,6 +158,25 @@ pub fn create_rocm(
     })
 }
 
+/// The device the GPU backend called `name` runs on (`cuda-fp16`; `rocm-fp16` and its other
+/// names; `hip-emu` at wave64), GPU `gpu`, for tools that launch kernels themselves (`attnbench`).
+pub fn open_device(name: &str, gpu: usize) -> GpuResult<Arc<dyn GpuDevice>> {
+    use crate::gpu::emu::{EmuDevice, LtRelease, library::BuildConfig};
+    match name {
+        "cuda-fp16" => Ok(Arc::new(crate::gpu::cuda::CudaDevice::new(gpu, false)?)),
+        "rocm-fp16" | "rocm" | "hip" | "hip-fp16" | "hip-auto" => Ok(Arc::new(
+            crate::gpu::hip::device::HipDevice::new(gpu, false)?,
+        )),
+        "hip-emu" => Ok(Arc::new(EmuDevice::new(
+            &BuildConfig::new(64)?,
+            LtRelease::Rocm7,
+        )?)),
+        other => Err(GpuError::Unsupported(format!(
+            "backend {other:?} here (GPU backends: cuda-fp16, rocm-fp16, hip-emu)"
+        ))),
+    }
+}
+
 /// `hip-emu`: the `rocm-fp16` executor on an emulated AMD GPU (`crate::gpu::emu`), with
 /// `wave=64|32` (default 64: CDNA's waves; 32: RDNA's) and `lt_release=7|6` (default 7: which
 /// hipBLASLt's epilogues are emulated; 6 leaves bias+SiLU's SiLU to the kernel).

@@ -100,6 +100,7 @@ impl PolicyGpu {
             b: keys,
             ldb: 2 * dp,
             stride_b: SQUARES * 2 * dp,
+            b_transposed: false,
             c: b.logits.ptr(),
             ldc: SQUARES,
             stride_c: SQUARES * SQUARES,

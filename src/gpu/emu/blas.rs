@@ -399,6 +399,7 @@ mod tests {
             b: bg.ptr(),
             ldb: k,
             stride_b: n * k,
+            b_transposed: false,
             c: c.ptr(),
             ldc: n,
             stride_c: m * n,

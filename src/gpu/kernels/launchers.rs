@@ -222,6 +222,16 @@ launchers! { SHARED;
         ctx: DevicePtr,
         heads: i32,
     );
+    /// The naive attention `attnbench` compares with (one thread per query, 64 per block, one
+    /// block per head and position); the member is the head depth.
+    attention_naive [NaiveAttention:
+        D16 = attention_naive_d16,
+        D32 = attention_naive_d32,
+        D64 = attention_naive_d64,
+    ](qkv: DevicePtr, bias: Option<DevicePtr>, ctx: DevicePtr, heads: i32);
+    /// The unfused attention's softmax, in place over rows of 64 scores, adding the smolgen
+    /// bias where given (32 threads per row).
+    softmax_rows64(scores: DevicePtr, bias: Option<DevicePtr>, rows: i64);
     /// The attention policy's logits into lc0's 1858 moves (promotions from `ppo`).
     policy_finish(
         logits: DevicePtr,

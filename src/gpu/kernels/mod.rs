@@ -9,10 +9,14 @@ use crate::weights::format::Activation;
 
 /// The kernel files of `hip/` by job, in the order they form one translation unit after the
 /// prelude (`.ci/run` lists the same for hipcc).
-pub const KERNEL_FILES: [(&str, &str); 5] = [
+pub const KERNEL_FILES: [(&str, &str); 6] = [
     ("kernels.hip", include_str!("../../../hip/kernels.hip")),
     ("norms.hip", include_str!("../../../hip/norms.hip")),
     ("attention.hip", include_str!("../../../hip/attention.hip")),
+    (
+        "attention_baselines.hip",
+        include_str!("../../../hip/attention_baselines.hip"),
+    ),
     ("heads.hip", include_str!("../../../hip/heads.hip")),
     ("conv.hip", include_str!("../../../hip/conv.hip")),
 ];
