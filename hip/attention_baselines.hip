@@ -50,18 +50,12 @@ KERNEL void attention_naive_d64(const __half* qkv, const __half* bias, __half* c
   attention_naive_body<64>(qkv, bias, ctx, heads);
 }
 
-// The unfused path's middle step, in place over scores already scaled by 1/sqrt(depth)
-// ([rows][64], row r = (position·heads + head)·64 + query): add the smolgen bias (same layout,
-// may be null), softmax in fp32, probabilities back as fp16. 32 lanes per row, two values each
-// (shuffles within 32 lanes: wave32 and wave64 alike), one row per 32 threads of a block.
-KERNEL void softmax_rows64(__half* scores, const __half* __restrict__ bias, long rows) {
-  const long row = ((long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  if (row >= rows) return;
-  __half2* s = (__half2*)(scores + row * 64) + lane;
+// One row of softmax_rows64, lane `lane` of its 32.
+static __device__ __forceinline__ void softmax_row64(__half* row, const __half* bias, int lane) {
+  __half2* s = (__half2*)row + lane;
   float2 v = __half22float2(*s);
   if (bias) {
-    const float2 b = __half22float2(((const __half2*)(bias + row * 64))[lane]);
+    const float2 b = __half22float2(((const __half2*)bias)[lane]);
     v.x += b.x;
     v.y += b.y;
   }
@@ -74,4 +68,17 @@ KERNEL void softmax_rows64(__half* scores, const __half* __restrict__ bias, long
   #pragma unroll
   for (int m = 16; m > 0; m /= 2) sum += SHFL_XOR(sum, m);
   *s = __floats2half2_rn(v.x / sum, v.y / sum);
+}
+
+// The unfused path's middle step, in place over scores already scaled by 1/sqrt(depth)
+// ([rows][64], row r = (position·heads + head)·64 + query): add the smolgen bias (same layout,
+// may be null), softmax in fp32, probabilities back as fp16. 32 lanes per row, two values each
+// (shuffles within 32 lanes: wave32 and wave64 alike), rows strided over the grid (blocks of a
+// multiple of 32 threads; the 32 lanes of a row take the same rows, so they shuffle together).
+KERNEL void softmax_rows64(__half* scores, const __half* __restrict__ bias, long rows) {
+  const int lane = threadIdx.x % 32;
+  const long step = (long)gridDim.x * blockDim.x / 32;
+  for (long row = ((long)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows; row += step) {
+    softmax_row64(scores + row * 64, bias ? bias + row * 64 : nullptr, lane);
+  }
 }
