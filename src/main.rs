@@ -126,6 +126,10 @@ enum Command {
         /// Write the time breakdown as an SVG bar chart (implies profiling).
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
+        /// Write the operations on the device's roofline (FLOPs per byte against TFLOP/s) as an
+        /// SVG chart (implies profiling; needs the device's peak figures).
+        #[arg(long, value_name = "FILE.svg")]
+        roofline: Option<PathBuf>,
         /// Run the benchmark once per option set and print positions/s side by side, e.g.
         /// `gemm=blas,gemm=lt` (join several keys of one set with `+`).
         #[arg(long, value_name = "SETS")]
@@ -262,6 +266,7 @@ fn run(cli: Cli) -> Result<()> {
             profile,
             trace,
             plot,
+            roofline,
             compare,
         } => {
             let config = lc0rs::bench::BenchConfig {
@@ -275,6 +280,7 @@ fn run(cli: Cli) -> Result<()> {
                 table: profile,
                 trace,
                 plot,
+                roofline,
             };
             let (net, fen) = (net.choice(), fen.as_deref());
             match compare {

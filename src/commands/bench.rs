@@ -18,12 +18,14 @@ pub struct ProfileOutputs {
     pub trace: Option<PathBuf>,
     /// An SVG bar chart.
     pub plot: Option<PathBuf>,
+    /// An SVG roofline chart.
+    pub roofline: Option<PathBuf>,
 }
 
 impl ProfileOutputs {
     /// Whether any output needs the passes profiled.
     pub fn wanted(&self) -> bool {
-        self.table || self.trace.is_some() || self.plot.is_some()
+        self.table || self.trace.is_some() || self.plot.is_some() || self.roofline.is_some()
     }
 }
 

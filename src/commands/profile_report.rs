@@ -3,7 +3,7 @@
 use super::{CommandError, ProfileOutputs};
 use crate::backend::Backend;
 use crate::profile::{
-    chrome_trace, kernel_table, layer_table, operation_table, peak_for, svg_chart,
+    chrome_trace, kernel_table, layer_table, operation_table, peak_for, roofline_chart, svg_chart,
 };
 
 /// Rows of the profile's kernel table.
@@ -47,6 +47,29 @@ pub(super) fn report_profile(
         })?;
         write(path, svg)?;
         eprintln!("chart written to {}", path.display());
+    }
+    if let Some(path) = &outputs.roofline {
+        let chart_error = |reason: String| CommandError::Chart {
+            path: path.clone(),
+            reason,
+        };
+        let peak = peak_for(&report.device).ok_or_else(|| {
+            chart_error(format!(
+                "no peak figures for {} (the roofline needs them)",
+                report.device
+            ))
+        })?;
+        let title = format!(
+            "{} on {}: operations on the roofline (batch {})",
+            backend.name(),
+            report.device,
+            batch_list(&report.passes)
+        );
+        write(
+            path,
+            roofline_chart(&report.passes, peak, &title).map_err(chart_error)?,
+        )?;
+        eprintln!("roofline chart written to {}", path.display());
     }
     Ok(())
 }

@@ -3,6 +3,10 @@
 //! reported as a table by operation kind, a table per encoder layer, a Chrome/Perfetto trace,
 //! and an SVG chart.
 
+mod charts;
+
+pub use charts::{roofline_chart, svg_chart};
+
 use std::fmt::Write;
 
 use serde_json::json;
@@ -355,68 +359,6 @@ pub fn chrome_trace(passes: &[PassProfile]) -> serde_json::Value {
         offset_us += pass.pass_ms * 1e3 + 10.0;
     }
     json!({ "traceEvents": events, "displayTimeUnit": "ms" })
-}
-
-/// A horizontal bar chart of the share of time by operation kind, as SVG.
-pub fn svg_chart(passes: &[PassProfile], title: &str) -> Result<String, String> {
-    use plotters::prelude::*;
-    let (rows, _) = by_operation(passes);
-    let total: f64 = rows.iter().map(|r| r.ms).sum();
-    let shares: Vec<f64> = rows.iter().map(|r| 100.0 * r.ms / total).collect();
-    let widest = shares.iter().copied().fold(0.0, f64::max);
-    let height = 90 + 26 * rows.len() as u32;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (760, height)).into_drawing_area();
-        let err = |e: DrawingAreaErrorKind<_>| e.to_string();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(170)
-            .build_cartesian_2d(
-                0.0..(widest * 1.15).max(1.0),
-                (0..rows.len()).into_segmented(),
-            )
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(rows.len())
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => {
-                    rows.get(*i).map_or(String::new(), |r| r.op.to_owned())
-                }
-                _ => String::new(),
-            })
-            .x_desc("% of the GPU time of the operations")
-            .draw()
-            .map_err(err)?;
-        let bar = RGBColor(0x48, 0x78, 0xa8).filled();
-        chart
-            .draw_series(shares.iter().enumerate().map(|(i, &share)| {
-                Rectangle::new(
-                    [
-                        (0.0, SegmentValue::Exact(i)),
-                        (share, SegmentValue::Exact(i + 1)),
-                    ],
-                    bar,
-                )
-            }))
-            .map_err(err)?;
-        chart
-            .draw_series(shares.iter().enumerate().map(|(i, &share)| {
-                Text::new(
-                    format!("{share:.1} %"),
-                    (share + widest * 0.01, SegmentValue::CenterOf(i)),
-                    ("sans-serif", 12),
-                )
-            }))
-            .map_err(err)?;
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
 }
 
 #[cfg(test)]
