@@ -53,6 +53,13 @@ static __device__ __forceinline__ void load_floats(float* dst, const float* src)
   }
 }
 
+// N floats (a multiple of 4; 16-byte aligned) to shared memory, as 16-byte stores.
+template <int N>
+static __device__ __forceinline__ void store_floats(float* dst, const float* src) {
+  #pragma unroll
+  for (int i = 0; i < N; i += 4) copy16(dst + i, src + i);
+}
+
 // Attention for 64 tokens, one block of 128 threads per (head, position). Q, K, V are read in
 // place from the fused QKV output ([rows][3·d_model]: q | k | v), plus its bias qkv_bias
 // ([3·d_model], may be null: a BLAS GEMM has no bias epilogue, so this saves a pass over QKV);
@@ -86,6 +93,9 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
   // neighbouring threads read neighbouring 16-byte chunks of a row. A thread's chunk column stays
   // the same on every row it takes (ATTENTION_THREADS is a multiple of CHUNKS), so its biases are
   // loaded once.
+  // Q is stored pre-multiplied by the softmax's scale, 1/sqrt(depth) in base 2 (see below).
+  constexpr float LOG2E = 1.4426950408889634f;
+  const float scale = rsqrtf((float)DEPTH) * LOG2E;
   const int chunk = (t % CHUNKS) * 8;
   __align__(16) __half2 v_raw[V_ROWS][4];
   {
@@ -96,18 +106,21 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
     for (int i = 0; i < V_ROWS; ++i) {
       const int r = t / CHUNKS + i * ROW_STEP;
       const __half* src = qkv + (row0 + r) * stride + col;
-      float q[8];
+      __align__(16) float q[8];
       load8(src, q);
       copy16(v_raw[i], src + 2 * d_model);
       #pragma unroll
-      for (int e = 0; e < 8; ++e) qf[r * L::LDQ + chunk + e] = q[e] + q_bias[e];
+      for (int e = 0; e < 8; ++e) q[e] = (q[e] + q_bias[e]) * scale;
+      store_floats<8>(qf + r * L::LDQ + chunk, q);
     }
   }
   // K, transposed: neighbouring threads take neighbouring rows, so their column writes do not collide.
   {
     const int r = t % 64;
+    constexpr int STEP = (ATTENTION_THREADS / 64) * 8;
     #pragma unroll
-    for (int c = (t / 64) * 8; c < DEPTH; c += (ATTENTION_THREADS / 64) * 8) {
+    for (int i = 0; i < DEPTH / STEP; ++i) {
+      const int c = (t / 64) * 8 + i * STEP;
       const long col = d_model + h * DEPTH + c;
       float k[8];
       load8_plus_bias(qkv + (row0 + r) * stride + col, qkv_bias, col, k);
@@ -118,7 +131,7 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
   __syncthreads();
   const int g = t / 8, kq = t % 8;
   // Scores: acc[i][e] is query g + 16·i against key 4·kq + e (e < 4) or 32 + 4·kq + e − 4.
-  float acc[4][8];
+  __align__(16) float acc[4][8];
   #pragma unroll
   for (int i = 0; i < 4; ++i)
     #pragma unroll
@@ -139,23 +152,30 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
         for (int e = 0; e < 8; ++e) acc[i][e] = fmaf(qv[i][u], k[e], acc[i][e]);
     }
   }
-  // Scale, bias and softmax per row, in registers, in base 2: the scores are scaled by log2(e)
-  // so that each exponential is one exp2 (the hardware's own), where expf adds a range reduction.
-  constexpr float LOG2E = 1.4426950408889634f;
-  const float scale = rsqrtf((float)DEPTH) * LOG2E;
+  // Bias and softmax per row, in registers, in base 2: Q carries the scale times log2(e), so that
+  // each exponential is one exp2 (the hardware's own). The smolgen bias of all four rows is
+  // loaded before any is used: one wait for memory, not four.
+  __align__(8) __half2 row_bias[4][4];
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    float row_bias[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     if (bias) {
       const __half* src = bias + ((long)b * heads + h) * 4096 + (g + 16 * i) * 64 + 4 * kq;
-      load4(src, row_bias);
-      load4(src + 32, row_bias + 4);
+      LC0RS_MEMCPY(row_bias[i], __builtin_assume_aligned(src, 8), 8);
+      LC0RS_MEMCPY(row_bias[i] + 2, __builtin_assume_aligned(src + 32, 8), 8);
+    } else {
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) row_bias[i][e] = __floats2half2_rn(0.f, 0.f);
     }
+  }
+  #pragma unroll
+  for (int i = 0; i < 4; ++i) {
     float mx = -3.0e38f;
     #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      acc[i][e] = fmaf(acc[i][e], scale, row_bias[e] * LOG2E);
-      mx = fmaxf(mx, acc[i][e]);
+    for (int e = 0; e < 4; ++e) {
+      const float2 bv = __half22float2(row_bias[i][e]);
+      acc[i][2 * e] = fmaf(bv.x, LOG2E, acc[i][2 * e]);
+      acc[i][2 * e + 1] = fmaf(bv.y, LOG2E, acc[i][2 * e + 1]);
+      mx = fmaxf(mx, fmaxf(acc[i][2 * e], acc[i][2 * e + 1]));
     }
     mx = fmaxf(mx, SHFL_XOR(mx, 1));
     mx = fmaxf(mx, SHFL_XOR(mx, 2));
@@ -163,36 +183,34 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
     float sum = 0.f;
     #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      acc[i][e] = exp2f(acc[i][e] - mx);
+      acc[i][e] = exp2_approx(acc[i][e] - mx);
       sum += acc[i][e];
     }
     sum += SHFL_XOR(sum, 1);
     sum += SHFL_XOR(sum, 2);
     sum += SHFL_XOR(sum, 4);
-    const float inv = 1.f / sum;
+    const float inv = rcp_approx(sum);  // sum ≥ 1: the row's maximum contributes 2⁰
     #pragma unroll
     for (int e = 0; e < 8; ++e) acc[i][e] *= inv;
   }
   __syncthreads();  // every thread is done with Q and K before P and V overwrite them
-  // Plain stores: NVRTC 13.0 fails to compile an 8-byte memcpy into this shared array.
+  // 16-byte stores: the 8 lanes of a row group write one 128-byte run, conflict-free.
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
     float* row = pf + (g + 16 * i) * L::LDP + 4 * kq;
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      row[e] = acc[i][e];
-      row[32 + e] = acc[i][4 + e];
-    }
+    store_floats<4>(row, acc[i]);
+    store_floats<4>(row + 32, acc[i] + 4);
   }
   #pragma unroll
   for (int i = 0; i < V_ROWS; ++i) {
-    float* row = vf + (t / CHUNKS + i * ROW_STEP) * L::LDV + chunk;
+    __align__(16) float v[8];
     #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float2 v = __half22float2(v_raw[i][e]);
-      row[2 * e] = v.x;
-      row[2 * e + 1] = v.y;
+      const float2 f = __half22float2(v_raw[i][e]);
+      v[2 * e] = f.x;
+      v[2 * e + 1] = f.y;
     }
+    store_floats<8>(vf + (t / CHUNKS + i * ROW_STEP) * L::LDV + chunk, v);
   }
   __syncthreads();
   // Context: rows g + 16·i, columns j0 … j0 + DEPTH/8 − 1, four keys per step.
@@ -219,17 +237,23 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
     }
   }
   // V's bias, added here: each row of P sums to 1, so P·(V + 1·biasᵀ) = P·V + 1·biasᵀ.
-  float v_bias[COLS];
-  #pragma unroll
-  for (int c = 0; c < COLS; ++c)
-    v_bias[c] = qkv_bias ? __half2float(qkv_bias[2 * d_model + h * DEPTH + j0 + c]) : 0.f;
+  __align__(16) __half2 v_bias[COLS / 2];
+  if (qkv_bias) {
+    LC0RS_MEMCPY(v_bias, __builtin_assume_aligned(qkv_bias + 2 * d_model + h * DEPTH + j0, 2 * COLS), 2 * COLS);
+  } else {
+    #pragma unroll
+    for (int c = 0; c < COLS / 2; ++c) v_bias[c] = __floats2half2_rn(0.f, 0.f);
+  }
   #pragma unroll
   for (int i = 0; i < 4; ++i) {
+    __align__(16) __half2 o[COLS / 2];
     #pragma unroll
-    for (int c = 0; c < COLS; ++c) out[i][c] += v_bias[c];
-    __half2* dst = (__half2*)(ctx + (row0 + g + 16 * i) * d_model + h * DEPTH + j0);
-    #pragma unroll
-    for (int c = 0; c < COLS; c += 2) dst[c / 2] = __floats2half2_rn(out[i][c], out[i][c + 1]);
+    for (int c = 0; c < COLS / 2; ++c) {
+      const float2 vb = __half22float2(v_bias[c]);
+      o[c] = __floats2half2_rn(out[i][2 * c] + vb.x, out[i][2 * c + 1] + vb.y);
+    }
+    __half* dst = ctx + (row0 + g + 16 * i) * d_model + h * DEPTH + j0;
+    LC0RS_MEMCPY(__builtin_assume_aligned((void*)dst, 2 * COLS), o, 2 * COLS);
   }
 }
 

@@ -104,6 +104,40 @@ static __device__ __forceinline__ void copy16(void* dst, const void* src) {
   LC0RS_MEMCPY(__builtin_assume_aligned(dst, 16), __builtin_assume_aligned(src, 16), 16);
 }
 
+// 2ˣ and 1/x as the hardware's own approximations (relative error near 2⁻²²), for softmax, where
+// the arguments of 2ˣ are ≤ 0 and a result below 2⁻¹²⁶ may become 0 and the sum is ≥ 1: CUDA's
+// exp2f and `/` add range checks and a slow path around the same instruction.
+static __device__ __forceinline__ float exp2_approx(float x) {
+#if defined(GPU_CUDA)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#elif defined(__has_builtin) && !defined(GPU_EMU)
+  #if __has_builtin(__builtin_amdgcn_exp2f)
+  return __builtin_amdgcn_exp2f(x);
+  #else
+  return exp2f(x);
+  #endif
+#else
+  return exp2f(x);
+#endif
+}
+static __device__ __forceinline__ float rcp_approx(float x) {
+#if defined(GPU_CUDA)
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#elif defined(__has_builtin) && !defined(GPU_EMU)
+  #if __has_builtin(__builtin_amdgcn_rcpf)
+  return __builtin_amdgcn_rcpf(x);
+  #else
+  return 1.f / x;
+  #endif
+#else
+  return 1.f / x;
+#endif
+}
+
 // Unmangled names for cuModuleGetFunction / hipModuleGetFunction.
 #define KERNEL extern "C" __global__
 
