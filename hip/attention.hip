@@ -19,17 +19,6 @@ struct PortableAttentionLayout {
   static constexpr int SHARED = QK > PV ? QK : PV;
 };
 
-// Four fp16 values (8 bytes, 8-byte aligned) as floats.
-static __device__ __forceinline__ void load4(const __half* src, float* out) {
-  __align__(8) __half2 h[2];
-  LC0RS_MEMCPY(h, __builtin_assume_aligned(src, 8), 8);
-  const float2 a = __half22float2(h[0]), b = __half22float2(h[1]);
-  out[0] = a.x;
-  out[1] = a.y;
-  out[2] = b.x;
-  out[3] = b.y;
-}
-
 // Eight values of a QKV row plus, where the GEMM left it out (qkv_bias not null), their bias.
 static __device__ __forceinline__ void load8_plus_bias(const __half* src, const __half* qkv_bias, long col,
                                                        float* out) {
