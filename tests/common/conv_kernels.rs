@@ -7,6 +7,7 @@ use lc0rs::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
+use super::gpu::worse;
 use super::kernels::{download, poisoned, random_f16, upload};
 
 fn mish(v: f64) -> f64 {
@@ -93,7 +94,7 @@ pub fn check_bias_residual_act(device: &dyn GpuDevice) {
     for i in 0..rows * cols {
         let v = f64::from(y[i]) + f64::from(bias[i % cols]) + f64::from(x[i]);
         let want = mish(v);
-        worst = worst.max((f64::from(got[i]) - want).abs() / (1.0 + want.abs()));
+        worst = worse(worst, (f64::from(got[i]) - want).abs() / (1.0 + want.abs()));
     }
     assert!(worst < 2e-3, "max relative error {worst}");
     eprintln!("bias_residual_act: max error {worst:.2e}");
@@ -174,7 +175,7 @@ pub fn check_se_residual(device: &dyn GpuDevice) {
                     let i = (b * 64 + s) * channels + c;
                     let want =
                         activate(act, scale * v(s, c) + gates[channels + c] + f64::from(x[i]));
-                    worst = worst.max((f64::from(got[i]) - want).abs() / (1.0 + want.abs()));
+                    worst = worse(worst, (f64::from(got[i]) - want).abs() / (1.0 + want.abs()));
                 }
             }
         }

@@ -111,6 +111,16 @@ pub fn check_first_passes_right_after_creation(backend: &str, network: &Network,
     }
 }
 
+/// The larger of two errors, where a NaN error (an output left poisoned, never written) is
+/// infinitely bad: `f64::max` would drop it.
+pub fn worse(worst: f64, error: f64) -> f64 {
+    if error.is_nan() {
+        f64::INFINITY
+    } else {
+        worst.max(error)
+    }
+}
+
 /// The largest difference between `got` (`rows × cols`) and LayerNorm in f64 (biased variance,
 /// eps 1e-6) of the rows `pre(r, c)`, scaled by `gamma` and shifted by `beta`.
 pub fn layer_norm_error(
@@ -128,7 +138,7 @@ pub fn layer_norm_error(
         for c in 0..cols {
             let want =
                 (v[c] - mean) / (var + 1e-6).sqrt() * f64::from(gamma[c]) + f64::from(beta[c]);
-            worst = worst.max((f64::from(got[r * cols + c]) - want).abs());
+            worst = worse(worst, (f64::from(got[r * cols + c]) - want).abs());
         }
     }
     worst

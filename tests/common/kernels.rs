@@ -8,7 +8,7 @@ use lc0rs::gpu::kernels::{AttentionKernel, activation_code};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
-use super::gpu::layer_norm_error;
+use super::gpu::{layer_norm_error, worse};
 
 /// Threads per block of the executor's row kernels (`ROW_THREADS`).
 const ROW_THREADS: u32 = 256;
@@ -159,7 +159,7 @@ fn check_attention_launch(
                         g.is_finite(),
                         "case {case}: output ({b},{h},{q},{j}) not written"
                     );
-                    worst = worst.max((g - want).abs());
+                    worst = worse(worst, (g - want).abs());
                 }
             }
         }
@@ -329,7 +329,7 @@ pub fn check_dense_rows(device: &dyn GpuDevice) {
                 };
                 // fp16 output: half an ulp of |want| plus the fp32 sum's rounding.
                 let err = (f64::from(got[r * n + o]) - want).abs() / (1.0 + want.abs());
-                worst = worst.max(err);
+                worst = worse(worst, err);
             }
         }
         assert!(worst < 2e-3, "case {case}: max relative error {worst}");
