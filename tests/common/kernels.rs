@@ -365,7 +365,6 @@ pub fn check_warp_layer_norm(device: &dyn GpuDevice) {
         );
         let alpha = 0.427_287f32;
         let gpu = [&input, &skip, &bias, &gamma, &beta].map(|v| upload(device, v));
-        let out = poisoned(device, rows * cols);
         let skip_ptr = with_skip.then(|| gpu[1].ptr());
         let rows_per_block = (ROW_THREADS / warp) as usize;
         let launch = Launch {
@@ -373,41 +372,47 @@ pub fn check_warp_layer_norm(device: &dyn GpuDevice) {
             block: [ROW_THREADS, 1, 1],
             shared_bytes: 0,
         };
-        launchers::layer_norm_warp(
-            device,
-            lc0rs::gpu::kernels::layer_norm_warp_kernel(cols, warp as usize, act).unwrap(),
-            launch,
-            out.ptr(),
-            gpu[0].ptr(),
-            Some(gpu[2].ptr()),
-            alpha,
-            skip_ptr,
-            gpu[3].ptr(),
-            gpu[4].ptr(),
-            1e-6,
-            rows as i32,
-            cols as i32,
-        )
-        .unwrap();
-        let got = download(device, &out, rows * cols);
-        let pre = |r: usize, c: usize| {
-            let v = f64::from(input[r * cols + c] + bias[c]);
-            let v = if act == swish {
-                v / (1.0 + (-v).exp())
-            } else {
-                v
-            };
-            v * f64::from(alpha)
-                + if with_skip {
-                    f64::from(skip[r * cols + c])
+        // Both members: gamma and beta loaded with the row or after the sums.
+        for early in [false, true] {
+            let kernel =
+                lc0rs::gpu::kernels::layer_norm_warp_kernel(cols, warp as usize, act, early)
+                    .unwrap();
+            let out = poisoned(device, rows * cols);
+            launchers::layer_norm_warp(
+                device,
+                kernel,
+                launch,
+                out.ptr(),
+                gpu[0].ptr(),
+                Some(gpu[2].ptr()),
+                alpha,
+                skip_ptr,
+                gpu[3].ptr(),
+                gpu[4].ptr(),
+                1e-6,
+                rows as i32,
+                cols as i32,
+            )
+            .unwrap();
+            let got = download(device, &out, rows * cols);
+            let pre = |r: usize, c: usize| {
+                let v = f64::from(input[r * cols + c] + bias[c]);
+                let v = if act == swish {
+                    v / (1.0 + (-v).exp())
                 } else {
-                    0.0
-                }
-        };
-        let worst = layer_norm_error((rows, cols), pre, &gamma, &beta, &got);
-        assert!(worst < 1e-2, "case {case}: max abs error {worst}");
-        eprintln!(
-            "layer_norm_warp case {case} ({rows}x{cols}, {act:?}): max abs error {worst:.2e}"
-        );
+                    v
+                };
+                v * f64::from(alpha)
+                    + if with_skip {
+                        f64::from(skip[r * cols + c])
+                    } else {
+                        0.0
+                    }
+            };
+            let worst = layer_norm_error((rows, cols), pre, &gamma, &beta, &got);
+            let name = kernel.name();
+            assert!(worst < 1e-2, "case {case} {name}: max abs error {worst}");
+            eprintln!("{name} case {case} ({rows}x{cols}, {act:?}): max abs error {worst:.2e}");
+        }
     }
 }

@@ -186,7 +186,8 @@ launchers! { SHARED;
         cols: i32,
     );
     /// `out = LN((input + bias)·alpha + skip)`, one warp per row held in registers: the member
-    /// is the row's chunks of 8 values per lane (see `layer_norm_warp_kernel`).
+    /// is the row's chunks of 8 values per lane, and whether gamma and beta load with the row
+    /// (`Early`, for grids of at most a block per SM; see `layer_norm_warp_kernel`).
     layer_norm_warp [LayerNormWarp:
         C1 = layer_norm_warp_c1,
         C2 = layer_norm_warp_c2,
@@ -194,12 +195,20 @@ launchers! { SHARED;
         C4 = layer_norm_warp_c4,
         C6 = layer_norm_warp_c6,
         C8 = layer_norm_warp_c8,
+        Early1 = layer_norm_warp_early_c1,
+        Early2 = layer_norm_warp_early_c2,
+        Early3 = layer_norm_warp_early_c3,
+        Early4 = layer_norm_warp_early_c4,
         Swish1 = layer_norm_warp_swish_c1,
         Swish2 = layer_norm_warp_swish_c2,
         Swish3 = layer_norm_warp_swish_c3,
         Swish4 = layer_norm_warp_swish_c4,
         Swish6 = layer_norm_warp_swish_c6,
         Swish8 = layer_norm_warp_swish_c8,
+        SwishEarly1 = layer_norm_warp_swish_early_c1,
+        SwishEarly2 = layer_norm_warp_swish_early_c2,
+        SwishEarly3 = layer_norm_warp_swish_early_c3,
+        SwishEarly4 = layer_norm_warp_swish_early_c4,
     ](
         out: DevicePtr,
         input: DevicePtr,
@@ -428,6 +437,10 @@ mod tests {
         assert_eq!(LayerNormWarp::Swish8.name(), "layer_norm_warp_swish_c8");
         assert_eq!(PortableAttention::D32.name(), "attention_d32");
         assert_eq!(TensorCoreAttention::D64.name(), "attention_mma_d64");
-        assert_eq!(LayerNormWarp::ALL.len(), 12);
+        assert_eq!(
+            LayerNormWarp::SwishEarly1.name(),
+            "layer_norm_warp_swish_early_c1"
+        );
+        assert_eq!(LayerNormWarp::ALL.len(), 20);
     }
 }

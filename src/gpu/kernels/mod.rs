@@ -74,17 +74,29 @@ pub const WARP_NORM_MAX_COLS: usize = 2048;
 
 /// The warp LayerNorm kernel for rows of `cols` values (a multiple of 8, at most 8 chunks of 8
 /// per lane) with activation `act` before the residual (identity, or swish as smolgen's): the
-/// one whose register array just holds a row. `None` where only the block kernel fits.
+/// one whose register array just holds a row. With `early` (asked where the launch has at most
+/// one block per SM, so that registers cost no occupancy), rows of at most 4 chunks take the
+/// member that loads gamma and beta with the row. `None` where only the block kernel fits.
 pub fn layer_norm_warp_kernel(
     cols: usize,
     warp_size: usize,
     act: Activation,
+    early: bool,
 ) -> Option<LayerNormWarp> {
     use LayerNormWarp::*;
     let chunks = cols.div_ceil(8 * warp_size);
-    let members = match act {
-        Activation::Identity => [C1, C2, C3, C4, C6, C8],
-        Activation::Swish => [Swish1, Swish2, Swish3, Swish4, Swish6, Swish8],
+    let members = match (act, early) {
+        (Activation::Identity, false) => [C1, C2, C3, C4, C6, C8],
+        (Activation::Identity, true) => [Early1, Early2, Early3, Early4, C6, C8],
+        (Activation::Swish, false) => [Swish1, Swish2, Swish3, Swish4, Swish6, Swish8],
+        (Activation::Swish, true) => [
+            SwishEarly1,
+            SwishEarly2,
+            SwishEarly3,
+            SwishEarly4,
+            Swish6,
+            Swish8,
+        ],
         _ => return None,
     };
     Some(match chunks {
@@ -311,21 +323,43 @@ mod tests {
             (2048, 32, "layer_norm_warp_c8"),
         ] {
             assert_eq!(
-                layer_norm_warp_kernel(cols, warp, id).map(LayerNormWarp::name),
+                layer_norm_warp_kernel(cols, warp, id, false).map(LayerNormWarp::name),
                 Some(kernel),
                 "{cols}"
             );
         }
-        assert_eq!(layer_norm_warp_kernel(2056, 32, id), None);
+        // Early gamma and beta up to 4 chunks; wider rows keep the plain member.
+        for (cols, early) in [
+            (768, "layer_norm_warp_early_c3"),
+            (1024, "layer_norm_warp_early_c4"),
+        ] {
+            let got = layer_norm_warp_kernel(cols, 32, id, true).map(LayerNormWarp::name);
+            assert_eq!(got, Some(early), "{cols}");
+        }
+        assert_eq!(
+            layer_norm_warp_kernel(2048, 32, id, true),
+            Some(LayerNormWarp::C8)
+        );
+        assert_eq!(layer_norm_warp_kernel(2056, 32, id, false), None);
         // Smolgen's 256-wide swish rows; other activations take the block kernel.
         assert_eq!(
-            layer_norm_warp_kernel(256, 32, Activation::Swish),
+            layer_norm_warp_kernel(256, 32, Activation::Swish, false),
             Some(LayerNormWarp::Swish1)
         );
-        assert_eq!(layer_norm_warp_kernel(256, 32, Activation::Mish), None);
+        assert_eq!(
+            layer_norm_warp_kernel(256, 32, Activation::Swish, true),
+            Some(LayerNormWarp::SwishEarly1)
+        );
+        assert_eq!(
+            layer_norm_warp_kernel(256, 32, Activation::Mish, true),
+            None
+        );
         for act in [id, Activation::Swish] {
             for cols in (8..=WARP_NORM_MAX_COLS).step_by(8) {
-                assert!(layer_norm_warp_kernel(cols, 32, act).is_some(), "{cols}");
+                for early in [false, true] {
+                    let kernel = layer_norm_warp_kernel(cols, 32, act, early);
+                    assert!(kernel.is_some(), "{cols}");
+                }
             }
         }
     }

@@ -61,12 +61,14 @@ impl Forward<'_> {
     ) -> GpuResult<()> {
         let device = self.ops.device;
         let (gamma, beta) = (ln.gamma.ptr(), ln.beta.ptr());
-        let warp_kernel = layer_norm_warp_kernel(cols, device.info().warp_size as usize, act);
+        let info = device.info();
+        // One warp per row; gamma and beta load early where every block has an SM of its own.
+        let blocks = rows.div_ceil((ROW_THREADS / info.warp_size) as usize);
+        let early = blocks <= info.multiprocessors as usize;
+        let warp_kernel = layer_norm_warp_kernel(cols, info.warp_size as usize, act, early);
         if let (Some(kernel), true) = (warp_kernel, cols.is_multiple_of(8)) {
-            // One warp per row.
-            let rows_per_block = (ROW_THREADS / device.info().warp_size) as usize;
             let launch = Launch {
-                grid: [rows.div_ceil(rows_per_block) as u32, 1, 1],
+                grid: [blocks as u32, 1, 1],
                 block: [ROW_THREADS, 1, 1],
                 shared_bytes: 0,
             };
