@@ -31,7 +31,8 @@ static __device__ __forceinline__ void load8_plus_bias(const __half* src, const 
   }
 }
 
-// N consecutive floats of shared memory (N = 2, 4 or a multiple of 4; 4·N-byte aligned).
+// N consecutive floats of shared memory (N = 2, 8-byte aligned; or a multiple of 4, 16-byte
+// aligned).
 template <int N>
 static __device__ __forceinline__ void load_floats(float* dst, const float* src) {
   if constexpr (N == 2) {
