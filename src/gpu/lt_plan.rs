@@ -118,6 +118,13 @@ pub trait Stopwatch {
     type Mark;
     fn mark(&self) -> GpuResult<Self::Mark>;
     fn elapsed_ms(&self, start: &Self::Mark, end: &Self::Mark) -> GpuResult<f32>;
+    /// Enqueues what makes the next run read its operands from memory, not from the cache, as
+    /// in a pass, where each layer's weights come from DRAM once they exceed the last-level
+    /// cache (run back to back, a small GEMM would be timed with its weights cached). Where a
+    /// device has nothing for it, nothing.
+    fn evict_cache(&self) -> GpuResult<()> {
+        Ok(())
+    }
 }
 
 /// One GEMM shape's plan: the library's descriptor, the layouts of W, X and Y, the algorithm,
@@ -167,7 +174,8 @@ fn choose<A: Copy, S: Stopwatch>(
 }
 
 /// Times each candidate with `run` (one warm-up run, skipped if it fails, then
-/// [`TIMED_RUNS`] timed ones) and returns the fastest; a lone candidate is returned untimed.
+/// [`TIMED_RUNS`] timed ones, each after the cache is evicted and timed alone) and returns the
+/// fastest; a lone candidate is returned untimed.
 fn fastest<A: Copy, S: Stopwatch>(
     candidates: &[A],
     clock: &S,
@@ -186,12 +194,14 @@ fn fastest<A: Copy, S: Stopwatch>(
         if run(candidate).is_err() {
             continue;
         }
-        let start = clock.mark()?;
+        let mut ms = 0.0;
         for _ in 0..TIMED_RUNS {
+            clock.evict_cache()?;
+            let start = clock.mark()?;
             run(candidate)?;
+            let end = clock.mark()?;
+            ms += clock.elapsed_ms(&start, &end)?;
         }
-        let end = clock.mark()?;
-        let ms = clock.elapsed_ms(&start, &end)?;
         if ms < best.0 {
             best = (ms, candidate);
         }
@@ -242,8 +252,10 @@ mod tests {
     }
 
     /// A clock that advances by the cost of each candidate run since the last mark.
+    /// An eviction costs the clock 100 ms, which no candidate's time may include.
     struct FakeClock {
         now: Cell<f32>,
+        evictions: Cell<usize>,
     }
 
     impl Stopwatch for FakeClock {
@@ -254,12 +266,18 @@ mod tests {
         fn elapsed_ms(&self, start: &f32, end: &f32) -> GpuResult<f32> {
             Ok(end - start)
         }
+        fn evict_cache(&self) -> GpuResult<()> {
+            self.evictions.set(self.evictions.get() + 1);
+            self.now.set(self.now.get() + 100.0);
+            Ok(())
+        }
     }
 
     #[test]
     fn the_fastest_candidate_wins_and_failing_ones_are_skipped() {
         let clock = FakeClock {
             now: Cell::new(0.0),
+            evictions: Cell::new(0),
         };
         // Candidate i costs COST[i] ms a run; candidate 3 fails (its warm-up errs), although it
         // would be the cheapest.
@@ -276,6 +294,8 @@ mod tests {
         .unwrap();
         assert_eq!(best, 1);
         assert_eq!(runs, [1 + TIMED_RUNS, 1 + TIMED_RUNS, 1 + TIMED_RUNS, 0]);
+        // Every timed run (not the warm-ups) follows an eviction.
+        assert_eq!(clock.evictions.get(), 3 * TIMED_RUNS);
         assert!(fastest::<usize, _>(&[], &clock, |_| Ok(())).is_err());
         // Untimed (capturing, or gemm_timing=false), nothing runs: the heuristic's first
         // candidate is taken.

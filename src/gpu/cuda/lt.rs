@@ -5,11 +5,11 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::cublaslt::result as lt;
 use cudarc::cublaslt::sys;
-use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
 
 use super::owned::{LtHandle, MatmulDesc, MatmulPreference, MatrixLayout};
@@ -39,6 +39,11 @@ struct Library {
     stream: Arc<CudaStream>,
     /// Time the heuristic's candidates on the real buffers (`gemm_timing`), or take its first.
     time_candidates: bool,
+    /// Bytes overwritten before each timed run so that the run reads its weights from DRAM as
+    /// in a pass (see [`Stopwatch::evict_cache`]): twice the L2 cache; 0 when not timing.
+    flush_bytes: usize,
+    /// The buffer for that, held only while a plan is being made.
+    cache_flush: Mutex<Option<CudaSlice<u8>>>,
 }
 
 impl LtCache {
@@ -54,6 +59,14 @@ impl LtCache {
             .alloc_zeros::<u8>(WORKSPACE_BYTES)
             .map_err(library_error("cuMemAlloc"))?;
         let workspace_address = workspace.device_ptr(stream).0;
+        let flush_bytes = if time_candidates {
+            let l2 = ctx
+                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+                .map_err(library_error("cuDeviceGetAttribute"))?;
+            2 * usize::try_from(l2).unwrap_or(0).max(1 << 20)
+        } else {
+            0
+        };
         Ok(Self {
             plans: HashMap::new(),
             library: Library {
@@ -63,6 +76,8 @@ impl LtCache {
                 ctx: ctx.clone(),
                 stream: stream.clone(),
                 time_candidates,
+                flush_bytes,
+                cache_flush: Mutex::new(None),
             },
         })
     }
@@ -130,7 +145,14 @@ impl Library {
         .map_err(library_error("cublasLtMatmul"))
     }
 
+    /// The plan for `op`'s shape; the eviction buffer its timing used is freed afterwards.
     fn make_plan(&self, op: &Linear) -> GpuResult<Plan> {
+        let plan = self.search_plan(op);
+        *self.cache_flush.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        plan
+    }
+
+    fn search_plan(&self, op: &Linear) -> GpuResult<Plan> {
         use sys::cublasLtMatmulDescAttributes_t as A;
         let key = PlanKey::of(op);
         first_plan("cuBLASLt", op, false, |epilogue, fused| {
@@ -221,5 +243,25 @@ impl Stopwatch for Library {
         start
             .elapsed_ms(end)
             .map_err(library_error("cuEventElapsedTime"))
+    }
+
+    fn evict_cache(&self) -> GpuResult<()> {
+        let mut flush = self.cache_flush.lock().unwrap_or_else(|e| e.into_inner());
+        match flush.as_mut() {
+            Some(buffer) => self
+                .stream
+                .memset_zeros(buffer)
+                .map_err(library_error("cuMemsetD8Async")),
+            None if self.flush_bytes > 0 => {
+                // A new buffer is zeroed by a memset too: that is the eviction.
+                let buffer = self
+                    .stream
+                    .alloc_zeros::<u8>(self.flush_bytes)
+                    .map_err(library_error("cuMemAlloc"))?;
+                *flush = Some(buffer);
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 }
