@@ -40,9 +40,9 @@ struct Library {
     /// Time the heuristic's candidates on the real buffers (`gemm_timing`), or take its first.
     time_candidates: bool,
     /// Bytes overwritten before each timed run so that the run reads its weights from DRAM as
-    /// in a pass (see [`Stopwatch::evict_cache`]): twice the L2 cache; 0 when not timing.
+    /// in a pass (see [`Stopwatch::evict_cache`]): twice the L2 cache.
     flush_bytes: usize,
-    /// The buffer for that, held only while a plan is being made.
+    /// The buffer for that, held only while a plan is being timed.
     cache_flush: Mutex<Option<CudaSlice<u8>>>,
 }
 
@@ -59,14 +59,10 @@ impl LtCache {
             .alloc_zeros::<u8>(WORKSPACE_BYTES)
             .map_err(library_error("cuMemAlloc"))?;
         let workspace_address = workspace.device_ptr(stream).0;
-        let flush_bytes = if time_candidates {
-            let l2 = ctx
-                .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
-                .map_err(library_error("cuDeviceGetAttribute"))?;
-            2 * usize::try_from(l2).unwrap_or(0).max(1 << 20)
-        } else {
-            0
-        };
+        let l2 = ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+            .map_err(library_error("cuDeviceGetAttribute"))?;
+        let flush_bytes = 2 * usize::try_from(l2).unwrap_or(0).max(1 << 20);
         Ok(Self {
             plans: HashMap::new(),
             library: Library {
@@ -252,7 +248,7 @@ impl Stopwatch for Library {
                 .stream
                 .memset_zeros(buffer)
                 .map_err(library_error("cuMemsetD8Async")),
-            None if self.flush_bytes > 0 => {
+            None => {
                 // A new buffer is zeroed by a memset too: that is the eviction.
                 let buffer = self
                     .stream
@@ -261,7 +257,6 @@ impl Stopwatch for Library {
                 *flush = Some(buffer);
                 Ok(())
             }
-            None => Ok(()),
         }
     }
 }
