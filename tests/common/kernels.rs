@@ -373,6 +373,20 @@ pub fn check_warp_layer_norm(device: &dyn GpuDevice) {
             block: [ROW_THREADS, 1, 1],
             shared_bytes: 0,
         };
+        let pre = |r: usize, c: usize| {
+            let v = f64::from(input[r * cols + c] + bias[c]);
+            let v = if act == swish {
+                v / (1.0 + (-v).exp())
+            } else {
+                v
+            };
+            v * f64::from(alpha)
+                + if with_skip {
+                    f64::from(skip[r * cols + c])
+                } else {
+                    0.0
+                }
+        };
         // Both members: gamma and beta loaded with the row or after the sums.
         for early in [false, true] {
             let kernel =
@@ -396,20 +410,6 @@ pub fn check_warp_layer_norm(device: &dyn GpuDevice) {
             )
             .unwrap();
             let got = download(device, &out, rows * cols);
-            let pre = |r: usize, c: usize| {
-                let v = f64::from(input[r * cols + c] + bias[c]);
-                let v = if act == swish {
-                    v / (1.0 + (-v).exp())
-                } else {
-                    v
-                };
-                v * f64::from(alpha)
-                    + if with_skip {
-                        f64::from(skip[r * cols + c])
-                    } else {
-                        0.0
-                    }
-            };
             let worst = layer_norm_error((rows, cols), pre, &gamma, &beta, &got);
             let name = kernel.name();
             assert!(worst < 1e-2, "case {case} {name}: max abs error {worst}");
