@@ -183,3 +183,40 @@ static __device__ __forceinline__ float block_sum(float v, float* scratch) {
   __syncthreads();
   return warp_sum(lane < warps ? scratch[lane] : 0.f);
 }
+
+#if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
+// NVIDIA tensor-core helpers (sm_80 and newer) of the CUDA-only fast paths. Fragment layouts:
+// PTX ISA, "mma.m16n8k16" (g = lane/4 is the row, 2·(lane%4) the column pair).
+static __device__ __forceinline__ void mma_16816(float* c, const u32* a, const u32* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+static __device__ __forceinline__ u32 pack_half2(float lo, float hi) {
+  __half2 h = __floats2half2_rn(lo, hi);
+  return *(u32*)&h;
+}
+// Four 8×8 fp16 matrices from shared memory in one instruction: lanes 8i..8i+7 give the row
+// addresses of matrix i; each lane receives, per matrix, the pair at (row lane/4, columns
+// 2·(lane%4)): mma's fragment layout. `.trans` transposes each matrix.
+static __device__ __forceinline__ void ldmatrix_x4(u32* r, const __half* p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+static __device__ __forceinline__ void ldmatrix_x4_trans(u32* r, const __half* p) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+// Copies 16 bytes global → shared without passing through registers; completes at
+// cp.async.wait_group.
+static __device__ __forceinline__ void copy16_async(__half* dst, const __half* src) {
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
+}
+#endif

@@ -49,6 +49,9 @@ enum Command {
         /// Layer encoding (float16, bfloat16 and float32 files need lc0 v0.33 or lc0rs).
         #[arg(long, default_value = "linear16", value_parser = clap::builder::PossibleValuesParser::new(LayerEncoding::ALL.map(LayerEncoding::name)))]
         encoding: String,
+        /// Encoder layers (residual blocks for a tower preset) instead of the preset's number.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        layers: Option<u16>,
     },
     /// Play chess over UCI (for GUIs and tools): MCTS on the chosen backend.
     Uci {
@@ -232,10 +235,11 @@ fn run(cli: Cli) -> Result<()> {
             seed,
             output,
             encoding,
+            layers,
         } => {
             let encoding = LayerEncoding::from_name(&encoding)
                 .with_context(|| format!("unknown encoding {encoding:?}"))?;
-            commands::gen_net(&preset, seed, &output, encoding)?
+            commands::gen_net(&preset, seed, &output, encoding, layers.map(usize::from))?
         }
         Command::Selftest {
             net,

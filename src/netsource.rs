@@ -127,24 +127,35 @@ pub fn ensure_preset_file(
         file: dir.display().to_string(),
         error,
     })?;
-    write_preset(name, PRESET_SEED, LayerEncoding::Linear16, &path, progress)?;
+    write_preset(
+        name,
+        PRESET_SEED,
+        LayerEncoding::Linear16,
+        None,
+        &path,
+        progress,
+    )?;
     Ok(path)
 }
 
 /// Generates preset `name` (attention body or residual tower) with `seed` and writes it to
-/// `path` in `encoding`.
+/// `path` in `encoding`; `layers` replaces the preset's number of encoder layers or residual
+/// blocks (a net of the preset's shape, shorter or longer).
 pub fn write_preset(
     name: &str,
     seed: u64,
     encoding: LayerEncoding,
+    layers: Option<usize>,
     path: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Model, WeightsError> {
-    let (model, net) = if let Some(arch) = netgen::preset(name) {
+    let (model, net) = if let Some(mut arch) = netgen::preset(name) {
+        arch.encoders = layers.unwrap_or(arch.encoders);
         let network = netgen::generate(&arch, seed);
         let net = to_proto(&network, encoding);
         (Model::Attention(network), net)
-    } else if let Some(arch) = netgen::tower_preset(name) {
+    } else if let Some(mut arch) = netgen::tower_preset(name) {
+        arch.blocks = layers.unwrap_or(arch.blocks);
         let tower = netgen::generate_tower(&arch, seed);
         let net = tower_to_proto(&tower, encoding);
         (Model::Residual(tower), net)

@@ -48,6 +48,43 @@ fn t82_gen_net_and_info_report_the_t82_shape() {
     assert_eq!(info["input_embedding"], "pe_map");
 }
 
+/// `--layers` replaces the preset's depth and nothing else: T82's widths stay, and the FLOPs
+/// per position drop by 13 encoders of 286,785,536 MACs each (docs/lc0-format.md §5).
+#[test]
+fn gen_net_layers_sets_the_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let info_of = |layers: Option<&str>| {
+        let file = dir
+            .path()
+            .join(format!("t82-{}.pb.gz", layers.unwrap_or("all")));
+        let file = file.to_str().unwrap();
+        let mut args = vec!["gen-net", "--preset", "t82", "-o", file];
+        args.extend(layers.map(|l| ["--layers", l]).into_iter().flatten());
+        let out = lc0rs(&args, dir.path());
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        json_of(&lc0rs(&["info", file, "--json"], dir.path()))
+    };
+    let (full, two) = (info_of(None), info_of(Some("2")));
+    assert_eq!(
+        (full["encoders"].clone(), two["encoders"].clone()),
+        (15.into(), 2.into())
+    );
+    assert_eq!(two["embedding"], 768);
+    assert_eq!(two["heads"], 24);
+    let per_layer_flops = 2 * 286_785_536u64;
+    assert_eq!(
+        full["flops_per_position"].as_u64().unwrap() - two["flops_per_position"].as_u64().unwrap(),
+        13 * per_layer_flops
+    );
+    let out = lc0rs(
+        &[
+            "gen-net", "--preset", "t82", "--layers", "0", "-o", "x.pb.gz",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success() && stderr_of(&out).contains("--layers"));
+}
+
 #[test]
 fn info_text_and_defaults() {
     let dir = tempfile::tempdir().unwrap();
@@ -391,7 +428,7 @@ fn cpu_profile_times_every_operation() {
 #[test]
 fn backendbench_rejects_bad_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (&["backendbench", "--batch-step", "0"], "batch-step"),
         (
             &["backendbench", "--max-batch-size", "2000"],
@@ -414,6 +451,20 @@ fn backendbench_rejects_bad_flags() {
         (
             &["backendbench", "-b", "cpu", "--compare", "threads=1"],
             "at least two option sets",
+        ),
+        (
+            &[
+                "backendbench",
+                "-b",
+                "cpu",
+                "--batches",
+                "3",
+                "--max-batch-size",
+                "1",
+                "--compare",
+                "threads=1,bogus=1",
+            ],
+            "--compare, option set bogus=1",
         ),
         (
             &[

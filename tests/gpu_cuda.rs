@@ -89,6 +89,37 @@ fn concurrent_calls_run_on_lanes_and_match_cpu() {
 
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn fused_layer_norm_dense_kernel_matches_f64() {
+    kernels::check_norm_dense(&device());
+}
+
+/// The fused kernel inside the backend, which takes it at T82's width (not the bundled nets',
+/// nor BT4's 1024, which has no member and must fall back to the separate kernels): two-layer
+/// nets of both shapes against the cpu oracle, fused at every batch (`norm_dense=64`, with
+/// NaN-filled buffers and on the AMD path's attention and GEMMs too) and never
+/// (`norm_dense=0`).
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn fused_layer_norm_dense_in_the_backend_matches_cpu() {
+    for name in ["t82", "bt4"] {
+        let mut arch = lc0rs::netgen::preset(name).unwrap();
+        arch.encoders = 2;
+        let network = lc0rs::netgen::generate(&arch, 82);
+        check_backend_against_cpu(
+            "cuda-fp16",
+            name,
+            &network,
+            &[
+                "norm_dense=64,poison=true",
+                "norm_dense=64,attention=portable,gemm=blas",
+                "norm_dense=0",
+            ],
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn warp_layer_norm_kernel_matches_cpu() {
     kernels::check_warp_layer_norm(&device());
 }

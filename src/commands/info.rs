@@ -32,9 +32,10 @@ pub fn gen_net(
     seed: u64,
     output: &Path,
     encoding: LayerEncoding,
+    layers: Option<usize>,
 ) -> Result<(), CommandError> {
     let mut progress = byte_progress(format!("writing {}", output.display()));
-    write_preset(preset, seed, encoding, output, &mut progress)?;
+    write_preset(preset, seed, encoding, layers, output, &mut progress)?;
     eprintln!(
         "wrote {} ({preset}, seed {seed}, {})",
         output.display(),

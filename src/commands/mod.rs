@@ -4,6 +4,7 @@
 
 pub mod attnbench;
 pub mod bench;
+pub mod compare;
 pub mod devices;
 pub mod eval;
 pub mod info;
@@ -21,7 +22,8 @@ use crate::netsource::NetSource;
 use crate::weights::{FileInfo, LoadOptions, Model, WeightsError};
 
 pub use attnbench::{AttnBenchConfig, attnbench};
-pub use bench::{ProfileOutputs, backendbench, compare_option_sets};
+pub use bench::{ProfileOutputs, backendbench};
+pub use compare::compare_option_sets;
 pub use devices::{compile_kernels, devices};
 pub use eval::eval;
 pub use info::{gen_net, info};
@@ -68,6 +70,8 @@ pub enum CommandError {
     NotCudaArch(String),
     #[error("kernel {kernel} is not in the PTX for {arch}")]
     MissingKernel { kernel: String, arch: String },
+    #[error("--compare, option set {set}: {reason}")]
+    Compare { set: String, reason: String },
     #[error("selftest failed at batch sizes {0:?}")]
     SelftestFailed(Vec<usize>),
 }
@@ -107,16 +111,20 @@ impl NetChoice {
 
     /// The backend `-b` names with `-o`'s options followed by `extra` (may be empty).
     pub fn create_backend_with(&self, extra: &str) -> Result<Box<dyn Backend>, CommandError> {
-        let options = [self.backend_options.as_str(), extra]
-            .into_iter()
-            .filter(|o| !o.is_empty())
-            .collect::<Vec<_>>()
-            .join(",");
         Ok(backend::create_backend(
             &self.backend_name(),
             self.network()?,
-            &options,
+            &self.options_with(extra),
         )?)
+    }
+
+    /// `-o` with `extra` options after it.
+    pub fn options_with(&self, extra: &str) -> String {
+        [self.backend_options.as_str(), extra]
+            .into_iter()
+            .filter(|o| !o.is_empty())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 

@@ -417,3 +417,109 @@ pub fn check_warp_layer_norm(device: &dyn GpuDevice) {
         }
     }
 }
+
+/// The fused LayerNorm + dense kernel (`layer_norm_dense_mma`, NVIDIA only): `normed` against
+/// LayerNorm in f64, and `y` against the dense layer and activation in f64 applied to that
+/// reference rounded to fp16 (the kernel's A operand is fp16), at T82's FFN1 shape and smaller
+/// ones of every width, with and without the input's bias.
+pub fn check_norm_dense(device: &dyn GpuDevice) {
+    use lc0rs::gpu::kernels::norm_dense_launch;
+    for (case, &(m, n, k, act, with_bias)) in [
+        (64usize, 1024usize, 768usize, Activation::Relu2, true),
+        (256, 1536, 768, Activation::Mish, true),
+        (32, 64, 256, Activation::Identity, false),
+        (16, 96, 512, Activation::Relu2, true),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let seed = 500 + case as u64;
+        let (x, skip, x_bias) = (
+            random_f16(m * k, seed, 3.0),
+            random_f16(m * k, seed + 1, 1.0),
+            random_f16(k, seed + 2, 0.5),
+        );
+        let (gamma, beta) = (random_f16(k, seed + 3, 1.5), random_f16(k, seed + 4, 0.5));
+        let (w, bias) = (
+            random_f16(n * k, seed + 5, 0.05),
+            random_f16(n, seed + 6, 0.5),
+        );
+        let alpha = 0.6_f32;
+        let gpu = [&x, &skip, &x_bias, &gamma, &beta, &w, &bias].map(|v| upload(device, v));
+        let (normed, y) = (poisoned(device, m * k), poisoned(device, m * n));
+        let (kernel, launch) = norm_dense_launch(m, n, k).expect("a supported shape");
+        launchers::layer_norm_dense_mma(
+            device,
+            kernel,
+            launch,
+            normed.ptr(),
+            gpu[0].ptr(),
+            with_bias.then(|| gpu[2].ptr()),
+            alpha,
+            gpu[1].ptr(),
+            gpu[3].ptr(),
+            gpu[4].ptr(),
+            1e-6,
+            gpu[5].ptr(),
+            Some(gpu[6].ptr()),
+            activation_code(act),
+            y.ptr(),
+            n as i32,
+        )
+        .unwrap();
+        let pre = |r: usize, c: usize| {
+            let b = if with_bias { x_bias[c] } else { 0.0 };
+            f64::from(x[r * k + c] + b) * f64::from(alpha) + f64::from(skip[r * k + c])
+        };
+        let got_normed = download(device, &normed, m * k);
+        let norm_error = layer_norm_error((m, k), pre, &gamma, &beta, &got_normed);
+        assert!(
+            norm_error < 1e-2,
+            "case {case}: normed max abs error {norm_error}"
+        );
+        let reference = layer_norm_rows_f16((m, k), pre, &gamma, &beta);
+        let got = download(device, &y, m * n);
+        let mut worst = 0.0f64;
+        for r in 0..m {
+            for o in 0..n {
+                let v: f64 = (0..k)
+                    .map(|c| reference[r * k + c] * f64::from(w[o * k + c]))
+                    .sum::<f64>()
+                    + f64::from(bias[o]);
+                let want = match act {
+                    Activation::Identity => v,
+                    Activation::Relu2 => v.max(0.0).powi(2),
+                    Activation::Mish => v * (1.0 + v.exp()).ln().tanh(),
+                    _ => unreachable!(),
+                };
+                let err = (f64::from(got[r * n + o]) - want).abs() / (1.0 + want.abs());
+                worst = worse(worst, err);
+            }
+        }
+        assert!(worst < 4e-3, "case {case}: y max relative error {worst}");
+        eprintln!(
+            "layer_norm_dense_mma case {case} ({m}x{n}x{k}, {act:?}): normed {norm_error:.2e}, y {worst:.2e}"
+        );
+    }
+}
+
+/// LayerNorm in f64 (biased variance, eps 1e-6) of the rows `pre(r, c)`, each value rounded to
+/// fp16 as a kernel stores it.
+fn layer_norm_rows_f16(
+    (rows, cols): (usize, usize),
+    pre: impl Fn(usize, usize) -> f64,
+    gamma: &[f32],
+    beta: &[f32],
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(rows * cols);
+    for r in 0..rows {
+        let v: Vec<f64> = (0..cols).map(|c| pre(r, c)).collect();
+        let mean = v.iter().sum::<f64>() / cols as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / cols as f64;
+        out.extend((0..cols).map(|c| {
+            let z = (v[c] - mean) / (var + 1e-6).sqrt() * f64::from(gamma[c]) + f64::from(beta[c]);
+            f64::from(f16::from_f64(z).to_f32())
+        }));
+    }
+    out
+}

@@ -56,7 +56,17 @@ pub struct GpuOptions {
     /// (`gemm_timing=false`: a faster start, and far fewer distinct library kernels for
     /// compute-sanitizer to instrument).
     pub gemm_timing: bool,
+    /// The largest batch whose attention-body layers run the LayerNorm after the attention and
+    /// the FFN's first layer as one kernel where the device has it (`norm_dense=N`, 0: never;
+    /// default [`DEFAULT_NORM_DENSE_MAX_BATCH`]).
+    pub norm_dense_max_batch: usize,
 }
+
+/// Up to which batch size the fused LayerNorm + FFN1 kernel runs by default: at batch 1 it saves
+/// T82 5 % of a pass; from batch 2 its LayerNorm, repeated by every block of a row group, costs
+/// as much as the kernels it replaces, and more above (measured on the H100:
+/// `docs/performance.md`).
+pub const DEFAULT_NORM_DENSE_MAX_BATCH: usize = 1;
 
 impl GpuOptions {
     /// Reads `gpu`, `max_batch`, `gemm`, `graph`, and applies `policy_head`, `value_head` and
@@ -113,6 +123,9 @@ impl GpuOptions {
             profile: options.get::<bool>(backend, "profile")?.unwrap_or(false),
             poison: options.get::<bool>(backend, "poison")?.unwrap_or(false),
             gemm_timing: options.get::<bool>(backend, "gemm_timing")?.unwrap_or(true),
+            norm_dense_max_batch: options
+                .get::<usize>(backend, "norm_dense")?
+                .unwrap_or(DEFAULT_NORM_DENSE_MAX_BATCH),
             lanes,
             tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref() {
                 None | Some("mma") => true,
@@ -220,13 +233,16 @@ fn create_on(
         error,
     };
     let device = open(&gpu_options).map_err(gpu_error)?;
-    let tensor_cores = gpu_options.tensor_core_attention;
+    let (tensor_cores, norm_dense) = (
+        gpu_options.tensor_core_attention,
+        gpu_options.norm_dense_max_batch,
+    );
     Ok(match network {
         Model::Attention(network) => Box::new(
             GpuBackend::new(
                 name,
                 device,
-                |device| AttentionPass::new(device, &network, tensor_cores),
+                |device| AttentionPass::new(device, &network, tensor_cores, norm_dense),
                 gpu_options,
             )
             .map_err(gpu_error)?,

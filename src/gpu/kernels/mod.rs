@@ -3,16 +3,20 @@
 
 pub mod launchers;
 
-use self::launchers::{LayerNormWarp, PortableAttention, TensorCoreAttention};
+use self::launchers::{LayerNormWarp, NormDense, PortableAttention, TensorCoreAttention};
 use super::Launch;
 use crate::weights::format::Activation;
 
 /// The kernel files of `hip/` by job, in the order they form one translation unit after the
 /// prelude (`.ci/run` lists the same for hipcc).
-pub const KERNEL_FILES: [(&str, &str); 6] = [
+pub const KERNEL_FILES: [(&str, &str); 7] = [
     ("kernels.hip", include_str!("../../../hip/kernels.hip")),
     ("norms.hip", include_str!("../../../hip/norms.hip")),
     ("attention.hip", include_str!("../../../hip/attention.hip")),
+    (
+        "norm_dense.hip",
+        include_str!("../../../hip/norm_dense.hip"),
+    ),
     (
         "attention_baselines.hip",
         include_str!("../../../hip/attention_baselines.hip"),
@@ -205,6 +209,37 @@ pub fn attention_launch(
     }
 }
 
+/// Rows and outputs of one block of `layer_norm_dense_mma` (`NORM_DENSE_ROWS`,
+/// `NORM_DENSE_COLS` in hip/norm_dense.hip), and its threads.
+pub const NORM_DENSE_ROWS: usize = 16;
+pub const NORM_DENSE_COLS: usize = 32;
+pub const NORM_DENSE_THREADS: u32 = 256;
+
+/// The member of `layer_norm_dense_mma` and its launch for `m` rows, `n` outputs and `k`
+/// inputs, or `None` where no member takes the shape (m and n multiples of the block, k one of
+/// 256, 512, 768). Shared memory: the block's normalised rows as fp16 with a 32-value pad
+/// per row, or the 8 warps' fp32 partial tiles, whichever is larger.
+pub fn norm_dense_launch(m: usize, n: usize, k: usize) -> Option<(NormDense, Launch)> {
+    let kernel = match k {
+        256 => NormDense::K256,
+        512 => NormDense::K512,
+        768 => NormDense::K768,
+        _ => return None,
+    };
+    let fits = m.is_multiple_of(NORM_DENSE_ROWS) && n.is_multiple_of(NORM_DENSE_COLS) && m > 0;
+    let rows = NORM_DENSE_ROWS * (k + 32) * 2;
+    let partials = 8 * NORM_DENSE_ROWS * (NORM_DENSE_COLS + 4) * 4;
+    fits.then_some(kernel).zip(Some(Launch {
+        grid: [
+            (n / NORM_DENSE_COLS) as u32,
+            (m / NORM_DENSE_ROWS) as u32,
+            1,
+        ],
+        block: [NORM_DENSE_THREADS, 1, 1],
+        shared_bytes: rows.max(partials) as u32,
+    }))
+}
+
 /// The activation code of `hip/prelude.h`.
 pub fn activation_code(a: Activation) -> i32 {
     match a {
@@ -222,6 +257,42 @@ pub fn activation_code(a: Activation) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn norm_dense_block_matches_the_kernel() {
+        for (name, value) in [
+            ("NORM_DENSE_THREADS", NORM_DENSE_THREADS as usize),
+            ("NORM_DENSE_ROWS", NORM_DENSE_ROWS),
+            ("NORM_DENSE_COLS", NORM_DENSE_COLS),
+        ] {
+            assert!(
+                source().contains(&format!("#define {name} {value}\n")),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn norm_dense_takes_whole_blocks_and_supported_widths() {
+        let (kernel, t82_ffn1) = norm_dense_launch(64, 1024, 768).expect("T82's FFN1 at batch 1");
+        assert_eq!(kernel.name(), "layer_norm_dense_mma_k768");
+        assert_eq!(t82_ffn1.grid, [32, 4, 1]);
+        // 16 rows of 768 + 32 halves (24,576 bytes) against 8·16·36 floats (18,432).
+        assert_eq!(t82_ffn1.shared_bytes, 16 * 800 * 2);
+        assert_eq!(
+            norm_dense_launch(64, 64, 256).unwrap().1.shared_bytes,
+            18_432
+        );
+        assert_eq!(norm_dense_launch(64, 1536, 512).unwrap().0, NormDense::K512);
+        for (m, n, k) in [
+            (8, 1024, 768),
+            (64, 1000, 768),
+            (64, 1024, 640),
+            (64, 1536, 1024),
+        ] {
+            assert!(norm_dense_launch(m, n, k).is_none(), "{m}x{n}x{k}");
+        }
+    }
 
     #[test]
     fn every_kernel_file_is_in_the_source() {

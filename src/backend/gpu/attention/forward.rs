@@ -1,13 +1,15 @@
 //! The attention body's forward pass, enqueued on the lane's stream with no host
 //! synchronisation until the outputs are copied back.
 
-use super::weights::{HeadGpu, NetworkGpu, NormGpu};
+use super::weights::{EncoderGpu, HeadGpu, NetworkGpu, NormGpu};
 use super::{Buffers, Shapes};
 use crate::backend::gpu::ops::{
     Cost, HALF, IoBuffers, Ops, ROW_THREADS, SQUARES, finish_value, linear_cost, pass_cost,
 };
+use crate::gpu::kernels::launchers::NormDense;
 use crate::gpu::kernels::{
     AttentionKernel, activation_code, attention_launch, launchers, layer_norm_warp_kernel,
+    norm_dense_launch,
 };
 use crate::gpu::{DevicePtr, GpuResult, Launch};
 use crate::weights::format::{Activation, NetFormat};
@@ -32,6 +34,9 @@ pub struct Forward<'a> {
     pub alpha: f32,
     /// The attention kernel (tensor-core or portable) for the head depth.
     pub attention: AttentionKernel,
+    /// The largest batch whose LayerNorm after the attention runs fused with the FFN's first
+    /// layer (`layer_norm_dense_mma`, where the device has it).
+    pub norm_dense_max_batch: usize,
 }
 
 impl Forward<'_> {
@@ -352,34 +357,99 @@ impl Forward<'_> {
             self.ops
                 .linear(&layer.out, b.ctx.ptr(), b.tmp.ptr(), rows, false)
         })?;
-        self.op("residual+ln1", l, pass_cost(rows * s.embedding, 2), || {
-            self.residual_norm(layer.out.bias(), &layer.ln1, rows)
-        })?;
-        let act_pass = match self.format.ffn_activation {
-            Activation::Identity | Activation::Relu => Cost::default(),
-            _ => pass_cost(rows * s.dff, 1),
+        let normed = match self.norm_dense_launch(batch) {
+            Some(fused) => {
+                let cost = pass_cost(rows * s.embedding, 3) + linear_cost(&layer.ffn1, rows);
+                self.op("ln1+ffn1+act", l, cost, || {
+                    self.norm_ffn1(fused, layer, b.qkv.ptr())
+                })?;
+                b.qkv.ptr()
+            }
+            None => {
+                self.op("residual+ln1", l, pass_cost(rows * s.embedding, 2), || {
+                    self.residual_norm(layer.out.bias(), &layer.ln1, rows)
+                })?;
+                let act_pass = match self.format.ffn_activation {
+                    Activation::Identity | Activation::Relu => Cost::default(),
+                    _ => pass_cost(rows * s.dff, 1),
+                };
+                self.op(
+                    "ffn1+act",
+                    l,
+                    linear_cost(&layer.ffn1, rows) + act_pass,
+                    || {
+                        self.ops.dense_act(
+                            &layer.ffn1,
+                            x,
+                            b.hidden.ptr(),
+                            rows,
+                            self.format.ffn_activation,
+                        )
+                    },
+                )?;
+                x
+            }
         };
-        self.op(
-            "ffn1+act",
-            l,
-            linear_cost(&layer.ffn1, rows) + act_pass,
-            || {
-                self.ops.dense_act(
-                    &layer.ffn1,
-                    x,
-                    b.hidden.ptr(),
-                    rows,
-                    self.format.ffn_activation,
-                )
-            },
-        )?;
         self.op("ffn2", l, linear_cost(&layer.ffn2, rows), || {
             self.ops
                 .linear(&layer.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)
         })?;
         self.op("residual+ln2", l, pass_cost(rows * s.embedding, 2), || {
-            self.residual_norm(layer.ffn2.bias(), &layer.ln2, rows)
+            self.layer_norm(
+                x,
+                b.tmp.ptr(),
+                layer.ffn2.bias(),
+                Activation::Identity,
+                self.alpha,
+                Some(normed),
+                &layer.ln2,
+                rows,
+                s.embedding,
+            )
         })
+    }
+
+    /// The fused LayerNorm + FFN1 kernel and its launch for `batch` positions, where it runs:
+    /// a batch of at most `norm_dense_max_batch`, shapes it takes, a device that has it, and room
+    /// for the normalised rows in the QKV buffer (free between attention and the next layer's
+    /// QKV GEMM).
+    fn norm_dense_launch(&self, batch: usize) -> Option<(NormDense, Launch)> {
+        let s = self.shapes;
+        if batch > self.norm_dense_max_batch || 3 * s.d_model < s.embedding {
+            return None;
+        }
+        norm_dense_launch(batch * SQUARES, s.dff, s.embedding)
+            .filter(|(kernel, _)| self.ops.device.has_kernel(kernel.name()))
+    }
+
+    /// `normed = LN1(x + alpha·(tmp + out bias))` and `hidden = act(normed·W1ᵀ + b1)` in one
+    /// kernel; the residual stream continues from `normed` (the LayerNorm after the FFN reads
+    /// it as its skip and writes `x`).
+    fn norm_ffn1(
+        &self,
+        (kernel, launch): (NormDense, Launch),
+        layer: &EncoderGpu,
+        normed: DevicePtr,
+    ) -> GpuResult<()> {
+        let b = self.buffers;
+        launchers::layer_norm_dense_mma(
+            self.ops.device,
+            kernel,
+            launch,
+            normed,
+            b.tmp.ptr(),
+            layer.out.bias(),
+            self.alpha,
+            b.x.ptr(),
+            layer.ln1.gamma.ptr(),
+            layer.ln1.beta.ptr(),
+            layer.ln1.eps,
+            layer.ffn1.w.ptr(),
+            layer.ffn1.bias(),
+            activation_code(self.format.ffn_activation),
+            b.hidden.ptr(),
+            layer.ffn1.outputs as i32,
+        )
     }
 
     fn value_and_moves_left(&self, batch: usize) -> GpuResult<()> {

@@ -183,6 +183,8 @@ pub struct AttentionPass {
     alpha: f32,
     /// The attention kernel (tensor-core or portable) for the head depth.
     attention: AttentionKernel,
+    /// The largest batch that runs the fused LayerNorm + FFN1 kernel (where compiled).
+    norm_dense_max_batch: usize,
 }
 
 impl AttentionPass {
@@ -192,6 +194,7 @@ impl AttentionPass {
         device: &dyn GpuDevice,
         network: &Network,
         tensor_core_attention: bool,
+        norm_dense_max_batch: usize,
     ) -> GpuResult<Self> {
         let shapes = Shapes::of(network);
         shapes.check_supported()?;
@@ -206,6 +209,7 @@ impl AttentionPass {
             shapes,
             alpha: network.residual_alpha,
             attention,
+            norm_dense_max_batch,
         })
     }
 
@@ -224,6 +228,7 @@ impl AttentionPass {
             io,
             alpha: self.alpha,
             attention: self.attention,
+            norm_dense_max_batch: self.norm_dense_max_batch,
         }
     }
 }

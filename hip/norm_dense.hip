@@ -1,0 +1,170 @@
+// lc0rs fused LayerNorm + dense layer for small batches (NVIDIA tensor cores).
+
+#if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
+// At batch 1 a layer is a chain of small dependent kernels of 2-4 µs each, weights in L2 or not
+// (measured: docs/performance.md), so the pass is bound by their number. This kernel is three of
+// them in one: the residual LayerNorm, the dense layer that reads its output, and that layer's
+// bias and activation:
+//   normed = LN(alpha·(x + x_bias) + skip)        (x_bias may be null)
+//   y      = act(normed·Wᵀ + bias)                 (bias may be null)
+// with W [n][k] row-major. A block owns 16 rows and 32 outputs: its 8 warps first load their
+// share of W (a k/8-wide slice of the 32 weight rows) into registers, so that the weights, the
+// one DRAM read, are in flight while the block normalises its 16 rows (16 threads per row, the
+// row in registers; the statistics in fp32, two passes, as layer_norm_warp) into shared memory
+// as fp16. Each warp then
+// multiplies its k/8 slice with mma.sync m16n8k16 (fp32 accumulation), the 8 partial tiles are
+// summed in shared memory, and the epilogue adds the bias and applies the activation. Every
+// block of a row group computes the same LayerNorm; those in the first column of blocks also
+// write it to `normed` (the residual stream of the next sublayer), which therefore must not alias
+// x or skip. Shapes: m and n multiples of 16 and 32; k (a template argument: one member per
+// width) 256, 512 or 768. (A 1024-wide member, BT4's FFN1, measured no faster than the three
+// kernels it replaces on the H100, at 254 registers a thread: docs/performance.md.)
+//
+// The k order inside a 32-wide chunk is permuted the same way for A and B (a dot product does not
+// care): lane (g = lane/4, tq = lane%4) holds 16 contiguous bytes at k = 8·tq of a weight row and
+// of its two A rows, and its fragments for the chunk's two mma steps are the first and second
+// 8 bytes of those, so A and W load as whole 16-byte vectors without ldmatrix.
+#define NORM_DENSE_THREADS 256
+#define NORM_DENSE_ROWS 16
+#define NORM_DENSE_COLS 32
+#define NORM_DENSE_MAX_K 768
+// Row stride of the normalised rows in shared memory (halves): 64 bytes more than a row, so that
+// the 8 lanes of a quarter warp (two rows, four 16-byte columns) hit distinct banks.
+#define NORM_DENSE_LDA(k) ((k) + 32)
+
+template <int K>
+static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, const __half* __restrict__ x,
+                                                 const __half* __restrict__ x_bias, float alpha,
+                                                 const __half* __restrict__ skip, const __half* __restrict__ gamma,
+                                                 const __half* __restrict__ beta, float eps, const __half* __restrict__ w,
+                                                 const __half* __restrict__ bias, int act, __half* __restrict__ y, int n) {
+  static_assert(K % 256 == 0 && K <= NORM_DENSE_MAX_K, "k: 256, 512 or 768");
+  constexpr int CHUNKS = K / 256;   // 32-wide k chunks per warp
+  constexpr int ITERS = K / 128;    // chunks of 8 values per thread in the LayerNorm
+  constexpr int TILES = NORM_DENSE_COLS / 8;
+  constexpr int LDA = NORM_DENSE_LDA(K);
+  constexpr int K_WARP = K / 8;
+  DYNAMIC_SHARED(float, shared_floats);
+  __half* a = (__half*)shared_floats;  // [16][LDA]
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, g = lane / 4, tq = lane % 4;
+  const long row0 = (long)blockIdx.y * NORM_DENSE_ROWS;
+  const int col0 = blockIdx.x * NORM_DENSE_COLS;
+  const int k_warp = warp * K_WARP;
+
+  // 1. This warp's weights: rows col0 + 8j + g, 16 bytes per chunk.
+  __align__(16) u32 wb[CHUNKS][TILES][4];
+  #pragma unroll
+  for (int c = 0; c < CHUNKS; ++c)
+    #pragma unroll
+    for (int j = 0; j < TILES; ++j) copy16(wb[c][j], w + (long)(col0 + 8 * j + g) * K + k_warp + 32 * c + 8 * tq);
+
+  // 2. LayerNorm of the block's rows: 16 threads per row, chunks of 8 values strided by 16. All
+  // loads are issued before the first value is used (a loop that converts as it loads waits for
+  // L2 once per chunk), and the row stays in registers for the three passes.
+  {
+    const int r = t / 16, sub = t % 16;
+    const long base = (row0 + r) * K;
+    __align__(16) __half2 hx[ITERS][4], hs[ITERS][4], hb[ITERS][4];
+    #pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int c = (sub + 16 * it) * 8;
+      copy16(hx[it], x + base + c);
+      copy16(hs[it], skip + base + c);
+      if (x_bias) copy16(hb[it], x_bias + c);
+    }
+    float v[ITERS][8];
+    float sum = 0.f;
+    #pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      #pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        float2 in = __half22float2(hx[it][j]);
+        if (x_bias) {
+          const float2 b = __half22float2(hb[it][j]);
+          in.x += b.x;
+          in.y += b.y;
+        }
+        const float2 sk = __half22float2(hs[it][j]);
+        v[it][2 * j] = in.x * alpha + sk.x;
+        v[it][2 * j + 1] = in.y * alpha + sk.y;
+        sum += v[it][2 * j] + v[it][2 * j + 1];
+      }
+    }
+    #pragma unroll
+    for (int m = 8; m > 0; m /= 2) sum += SHFL_XOR(sum, m);
+    const float mean = sum / K;
+    float var = 0.f;
+    #pragma unroll
+    for (int it = 0; it < ITERS; ++it)
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) var += (v[it][j] - mean) * (v[it][j] - mean);
+    #pragma unroll
+    for (int m = 8; m > 0; m /= 2) var += SHFL_XOR(var, m);
+    const float inv = rsqrtf(var / K + eps);
+    #pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int c = (sub + 16 * it) * 8;
+      float gm[8], bt[8];
+      load8(gamma + c, gm);
+      load8(beta + c, bt);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[it][j] = (v[it][j] - mean) * inv * gm[j] + bt[j];
+      store8(a + r * LDA + c, v[it]);
+      if (blockIdx.x == 0) store8(normed + base + c, v[it]);
+    }
+  }
+  __syncthreads();
+
+  // 3. This warp's k slice: per chunk, rows g and g+8 at k = 8·tq, two mma steps per tile.
+  float acc[TILES][4];
+  #pragma unroll
+  for (int j = 0; j < TILES; ++j)
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+  #pragma unroll
+  for (int c = 0; c < CHUNKS; ++c) {
+    __align__(16) u32 lo[4], hi[4];
+    const int kk = k_warp + 32 * c + 8 * tq;
+    copy16(lo, a + g * LDA + kk);
+    copy16(hi, a + (g + 8) * LDA + kk);
+    #pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const u32 frag[4] = {lo[2 * s], hi[2 * s], lo[2 * s + 1], hi[2 * s + 1]};
+      #pragma unroll
+      for (int j = 0; j < TILES; ++j) mma_16816(acc[j], frag, &wb[c][j][2 * s]);
+    }
+  }
+
+  // 4. Sum the 8 warps' partial tiles (the normalised rows are no longer needed), then bias and
+  // activation, two outputs per thread.
+  __syncthreads();
+  constexpr int LDR = NORM_DENSE_COLS + 4;
+  float* partial = shared_floats;  // [8 warps][16 rows][LDR]
+  #pragma unroll
+  for (int j = 0; j < TILES; ++j) {
+    float* p = partial + (warp * NORM_DENSE_ROWS + g) * LDR + 8 * j + 2 * tq;
+    p[0] = acc[j][0];
+    p[1] = acc[j][1];
+    p[8 * LDR] = acc[j][2];
+    p[8 * LDR + 1] = acc[j][3];
+  }
+  __syncthreads();
+  const int r = t / (NORM_DENSE_COLS / 2), c = 2 * (t % (NORM_DENSE_COLS / 2));
+  float out0 = 0.f, out1 = 0.f;
+  #pragma unroll
+  for (int q = 0; q < NORM_DENSE_THREADS / 32; ++q) {
+    out0 += partial[(q * NORM_DENSE_ROWS + r) * LDR + c];
+    out1 += partial[(q * NORM_DENSE_ROWS + r) * LDR + c + 1];
+  }
+  if (bias) {
+    const float2 b = __half22float2(*(const __half2*)(bias + col0 + c));
+    out0 += b.x;
+    out1 += b.y;
+  }
+  *(__half2*)(y + (row0 + r) * n + col0 + c) = __floats2half2_rn(activate(out0, act), activate(out1, act));
+}
+
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k256(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<256>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k512(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<512>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k768(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<768>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+#endif
