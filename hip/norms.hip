@@ -1,9 +1,10 @@
 // lc0rs LayerNorm kernels (attention bodies): fp16 storage, fp32 statistics.
 
 // out = LN(act(input + bias)·alpha + skip) per row, fp32 statistics (biased variance).
-// bias and skip may be null; out may alias skip or input. One block per row; dynamic shared
-// memory holds the row as float (cols·4 bytes).
-KERNEL void layer_norm(__half* out, const __half* input, const __half* __restrict__ bias, int act,
+// bias and skip may be null; out may alias skip or input. One block per row (at most 1024
+// threads); dynamic shared memory holds the row as float (cols·4 bytes) unless the row fits in
+// registers at one 8-value chunk per thread.
+KERNEL void __launch_bounds__(1024) layer_norm(__half* out, const __half* input, const __half* __restrict__ bias, int act,
                        float alpha, const __half* skip, const __half* __restrict__ gamma,
                        const __half* __restrict__ beta, float eps, int cols) {
   DYNAMIC_SHARED(float, row);
@@ -11,6 +12,46 @@ KERNEL void layer_norm(__half* out, const __half* input, const __half* __restric
   const long base = (long)blockIdx.x * cols;
   float sum = 0.f;
   const bool wide = (cols & 7) == 0;  // 16-byte loads and stores
+  if (wide && cols <= 8 * (int)blockDim.x) {
+    // One chunk per thread (smolgen's 6144- and 8192-wide rows at 1024 threads): the row stays
+    // in registers, and gamma and beta load with it. At small batches the kernel is a chain of
+    // memory waits, and theirs then overlaps the row's instead of following the two block sums.
+    const int c = threadIdx.x * 8;
+    const bool mine = c < cols;
+    float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, g[8], b[8], e[8];
+    if (mine) {
+      load8(input + base + c, v);
+      load8(gamma + c, g);
+      load8(beta + c, b);
+      if (bias) {
+        load8(bias + c, e);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] += e[j];
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = activate(v[j], act) * alpha;
+      if (skip) {
+        load8(skip + base + c, e);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) v[j] += e[j];
+      }
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) sum += v[j];
+    }
+    const float mean = block_sum(sum, scratch) / cols;
+    float var = 0.f;
+    if (mine) {
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) var += (v[j] - mean) * (v[j] - mean);
+    }
+    const float inv = rsqrtf(block_sum(var, scratch) / cols + eps);
+    if (mine) {
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = (v[j] - mean) * inv * g[j] + b[j];
+      store8(out + base + c, v);
+    }
+    return;
+  }
   if (wide) {
     for (int c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
       float v[8], e[8];

@@ -51,7 +51,11 @@ fn compare(spec: TowerSpec, structure: NetworkStructure, seed: u64) {
     let keys = move_keys();
     for (i, planes) in inputs.iter().enumerate() {
         let want = naive_forward(&raw, planes, &keys);
-        let close = |got: f32, want: f64| (got as f64 - want).abs() <= 2e-5 * want.abs().max(1.0);
+        // f32 against f64: the cpu backend's sums run in the order of the SIMD width the CPU
+        // has (an AVX-512 machine measured 2.6e-5 on one policy logit of the classical head,
+        // whose FC sums 2,048 products after the tower); a wrong weight, index or formula is
+        // off by orders of magnitude more.
+        let close = |got: f32, want: f64| (got as f64 - want).abs() <= 1e-4 * want.abs().max(1.0);
         assert!(close(out.q[i], want.q), "q {} vs {}", out.q[i], want.q);
         assert!(close(out.d[i], want.d), "d {} vs {}", out.d[i], want.d);
         assert!(close(out.m[i], want.m), "m {} vs {}", out.m[i], want.m);
