@@ -248,12 +248,15 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
 }
 
 KERNEL void __launch_bounds__(ATTENTION_THREADS) attention_d16(const __half* qkv, const __half* qkv_bias, const __half* bias, __half* ctx, int heads) {
+  PRIOR_KERNELS_DONE();
   attention_body<16>(qkv, qkv_bias, bias, ctx, heads);
 }
 KERNEL void __launch_bounds__(ATTENTION_THREADS) attention_d32(const __half* qkv, const __half* qkv_bias, const __half* bias, __half* ctx, int heads) {
+  PRIOR_KERNELS_DONE();
   attention_body<32>(qkv, qkv_bias, bias, ctx, heads);
 }
 KERNEL void __launch_bounds__(ATTENTION_THREADS) attention_d64(const __half* qkv, const __half* qkv_bias, const __half* bias, __half* ctx, int heads) {
+  PRIOR_KERNELS_DONE();
   attention_body<64>(qkv, qkv_bias, bias, ctx, heads);
 }
 
@@ -415,7 +418,7 @@ static __device__ void attention_mma_body(const __half* __restrict__ qkv, const 
   }
 }
 
-KERNEL void attention_mma_d16(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { attention_mma_body<16>(qkv, bias, ctx, heads, heads_per_block); }
-KERNEL void attention_mma_d32(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { attention_mma_body<32>(qkv, bias, ctx, heads, heads_per_block); }
-KERNEL void attention_mma_d64(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { attention_mma_body<64>(qkv, bias, ctx, heads, heads_per_block); }
+KERNEL void attention_mma_d16(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { PRIOR_KERNELS_DONE(); attention_mma_body<16>(qkv, bias, ctx, heads, heads_per_block); }
+KERNEL void attention_mma_d32(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { PRIOR_KERNELS_DONE(); attention_mma_body<32>(qkv, bias, ctx, heads, heads_per_block); }
+KERNEL void attention_mma_d64(const __half* qkv, const __half* bias, __half* ctx, int heads, int heads_per_block) { PRIOR_KERNELS_DONE(); attention_mma_body<64>(qkv, bias, ctx, heads, heads_per_block); }
 #endif

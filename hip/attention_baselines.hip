@@ -41,12 +41,15 @@ static __device__ void attention_naive_body(const __half* __restrict__ qkv, cons
 }
 
 KERNEL void attention_naive_d16(const __half* qkv, const __half* bias, __half* ctx, int heads) {
+  PRIOR_KERNELS_DONE();
   attention_naive_body<16>(qkv, bias, ctx, heads);
 }
 KERNEL void attention_naive_d32(const __half* qkv, const __half* bias, __half* ctx, int heads) {
+  PRIOR_KERNELS_DONE();
   attention_naive_body<32>(qkv, bias, ctx, heads);
 }
 KERNEL void attention_naive_d64(const __half* qkv, const __half* bias, __half* ctx, int heads) {
+  PRIOR_KERNELS_DONE();
   attention_naive_body<64>(qkv, bias, ctx, heads);
 }
 
@@ -76,6 +79,7 @@ static __device__ __forceinline__ void softmax_row64(__half* row, const __half* 
 // (shuffles within 32 lanes: wave32 and wave64 alike), rows strided over the grid (blocks of a
 // multiple of 32 threads; the 32 lanes of a row take the same rows, so they shuffle together).
 KERNEL void softmax_rows64(__half* scores, const __half* __restrict__ bias, long rows) {
+  PRIOR_KERNELS_DONE();
   const int lane = threadIdx.x % 32;
   const long step = (long)gridDim.x * blockDim.x / 32;
   for (long row = ((long)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows; row += step) {

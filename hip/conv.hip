@@ -7,6 +7,7 @@
 // position. One GEMM with the weights uploaded as [K][9·C] then gives the convolution.
 // Channel counts that are multiples of 8 go 8 at a time (16-byte accesses).
 KERNEL void conv_gather3x3(const __half* __restrict__ x, int channels, __half* __restrict__ out, int batch) {
+  PRIOR_KERNELS_DONE();
   const int vector = (channels & 7) == 0 ? 8 : 1;
   const int groups = channels / vector;
   const long total = (long)batch * 64 * 9 * groups;
@@ -38,6 +39,7 @@ KERNEL void conv_gather3x3(const __half* __restrict__ x, int channels, __half* _
 // [rows][cols] (bias[cols]: the second convolution's).
 KERNEL void bias_residual_act(const __half* __restrict__ y, const __half* __restrict__ bias, __half* __restrict__ x,
                               long rows, int cols, int act) {
+  PRIOR_KERNELS_DONE();
   const long total = rows * cols;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
     const float v = __half2float(y[i]) + __half2float(bias[i % cols]) + __half2float(x[i]);
@@ -53,6 +55,7 @@ KERNEL void bias_residual_act(const __half* __restrict__ y, const __half* __rest
 KERNEL void se_residual(const __half* __restrict__ y, const __half* __restrict__ bias, __half* __restrict__ x,
                         int channels, const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
                         const __half* __restrict__ w2, const __half* __restrict__ b2, int act) {
+  PRIOR_KERNELS_DONE();
   DYNAMIC_SHARED(float, shared);
   float* pooled = shared;
   float* hidden = pooled + channels;
@@ -101,6 +104,7 @@ KERNEL void se_residual(const __half* __restrict__ y, const __half* __restrict__
 // the classical head's 1858 values through the identity).
 KERNEL void policy_gather(const __half* __restrict__ input, int per_position, const i16* __restrict__ map, int count,
                           float* __restrict__ out, int batch) {
+  PRIOR_KERNELS_DONE();
   const long total = (long)batch * count;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
     const long b = i / count;

@@ -9,6 +9,7 @@
 KERNEL void policy_finish(const __half* __restrict__ logits, const __half* __restrict__ keys, int key_stride,
                           const __half* __restrict__ ppo, int dp, const i16* __restrict__ map,
                           float* __restrict__ out) {
+  PRIOR_KERNELS_DONE();
   __shared__ float offsets[4][8];
   const long b = blockIdx.x;
   const int i = blockIdx.y * blockDim.x + threadIdx.x;
@@ -55,6 +56,7 @@ KERNEL void policy_finish(const __half* __restrict__ logits, const __half* __res
 // otherwise Q = tanh(value), D = 0. M = relu(mlh) or 0 without a head.
 KERNEL void value_finish(const __half* __restrict__ value, int wdl, const __half* __restrict__ mlh,
                          float* __restrict__ out, int batch) {
+  PRIOR_KERNELS_DONE();
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b >= batch) return;
   float q, d;

@@ -28,6 +28,7 @@ static __device__ __forceinline__ void store8(__half* dst, const float* in) {
 KERNEL void expand_tokens(const u64* __restrict__ masks, const float* __restrict__ values,
                           const __half* __restrict__ extra, int extra_width, int extra_batch_stride,
                           __half* __restrict__ tokens, int batch) {
+  PRIOR_KERNELS_DONE();
   const int width = 112 + extra_width;
   const long total = (long)batch * 64 * width;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
@@ -47,6 +48,7 @@ KERNEL void expand_tokens(const u64* __restrict__ masks, const float* __restrict
 // PE_DENSE's input: the current board's 12 piece planes, square-major ([batch][64·12]).
 KERNEL void pe_dense_input(const u64* __restrict__ masks, const float* __restrict__ values,
                            __half* __restrict__ out, int batch) {
+  PRIOR_KERNELS_DONE();
   const int total = batch * 64 * 12;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
     const int c = i % 12, s = (i / 12) % 64, b = i / (64 * 12);
@@ -57,6 +59,7 @@ KERNEL void pe_dense_input(const u64* __restrict__ masks, const float* __restric
 // x = act(x + bias) over [rows][cols]; bias may be null. Rows of a multiple of 8 values go 8 at a
 // time (16-byte accesses); others one by one.
 KERNEL void bias_activation(__half* __restrict__ x, const __half* __restrict__ bias, long rows, int cols, int act) {
+  PRIOR_KERNELS_DONE();
   const long total = rows * cols;
   const long step = (long)gridDim.x * blockDim.x;
   if ((cols & 7) == 0) {
@@ -94,6 +97,7 @@ KERNEL void bias_activation(__half* __restrict__ x, const __half* __restrict__ b
 KERNEL void dense_rows(const __half* __restrict__ x, int ldx, const __half* __restrict__ w,
                        const __half* __restrict__ bias, __half* __restrict__ y, int ldy, int rows, int n,
                        int k, int act, int splits) {
+  PRIOR_KERNELS_DONE();
   __shared__ float partial[32][DENSE_ROWS_MAX];
   const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
   const int outputs_per_block = (blockDim.x / WARP_SIZE) / splits;
@@ -137,6 +141,7 @@ KERNEL void dense_rows(const __half* __restrict__ x, int ldx, const __half* __re
 // multiple of 8 values go 8 at a time (16-byte accesses); others one by one.
 KERNEL void input_gating(__half* __restrict__ x, const __half* __restrict__ mult, const __half* __restrict__ add,
                          long rows, int cols) {
+  PRIOR_KERNELS_DONE();
   const long total = rows * cols, per_position = 64L * cols;
   const long step = (long)gridDim.x * blockDim.x;
   if ((cols & 7) == 0) {

@@ -7,6 +7,7 @@
 KERNEL void __launch_bounds__(1024) layer_norm(__half* out, const __half* input, const __half* __restrict__ bias, int act,
                        float alpha, const __half* skip, const __half* __restrict__ gamma,
                        const __half* __restrict__ beta, float eps, int cols) {
+  PRIOR_KERNELS_DONE();
   DYNAMIC_SHARED(float, row);
   __shared__ float scratch[32];
   const long base = (long)blockIdx.x * cols;
@@ -18,11 +19,14 @@ KERNEL void __launch_bounds__(1024) layer_norm(__half* out, const __half* input,
     // memory waits, and theirs then overlaps the row's instead of following the two block sums.
     const int c = threadIdx.x * 8;
     const bool mine = c < cols;
-    float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, g[8], b[8], e[8];
+    // gamma and beta stay fp16 until the end: 8 registers, not 16 (the 1,024-thread block allows
+    // 64 a thread; sm_80 spilled with them as float).
+    float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, e[8];
+    __align__(16) __half2 g[4], b[4];
     if (mine) {
       load8(input + base + c, v);
-      load8(gamma + c, g);
-      load8(beta + c, b);
+      copy16(g, gamma + c);
+      copy16(b, beta + c);
       if (bias) {
         load8(bias + c, e);
         #pragma unroll
@@ -47,7 +51,11 @@ KERNEL void __launch_bounds__(1024) layer_norm(__half* out, const __half* input,
     const float inv = rsqrtf(block_sum(var, scratch) / cols + eps);
     if (mine) {
       #pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = (v[j] - mean) * inv * g[j] + b[j];
+      for (int j = 0; j < 4; ++j) {
+        const float2 gj = __half22float2(g[j]), bj = __half22float2(b[j]);
+        v[2 * j] = (v[2 * j] - mean) * inv * gj.x + bj.x;
+        v[2 * j + 1] = (v[2 * j + 1] - mean) * inv * gj.y + bj.y;
+      }
       store8(out + base + c, v);
     }
     return;
@@ -187,23 +195,23 @@ static __device__ void layer_norm_warp_body(__half* out, const __half* input, co
   }
 }
 
-KERNEL void layer_norm_warp_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c6(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c8(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_early_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_early_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_early_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_early_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c6(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<6, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c8(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<8, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_early_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<1, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_early_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<2, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_early_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<3, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_early_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { layer_norm_warp_body<4, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<1, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<2, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<3, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<4, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c6(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<6, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_c8(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<8, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_early_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<1, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_early_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<2, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_early_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<3, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_early_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<4, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<1, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<2, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<3, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<4, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c6(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<6, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_c8(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<8, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_early_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<1, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_early_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<2, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_early_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<3, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+KERNEL void layer_norm_warp_swish_early_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<4, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }

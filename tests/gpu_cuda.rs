@@ -118,6 +118,28 @@ fn fused_layer_norm_dense_in_the_backend_matches_cpu() {
     }
 }
 
+/// Programmatic dependent launch (`pdl=true`, sm_90 and newer): each kernel may start before
+/// the previous one has finished and must wait for it in `PRIOR_KERNELS_DONE()`; a kernel that
+/// read or wrote too early would put the outputs off the cpu oracle, or NaN from the poisoned
+/// buffers. An attention net, a 2-layer T82 (the fused LayerNorm + FFN1 at batch 1) and an SE
+/// tower, graphs on and off, both GEMM paths and attention kernels.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn programmatic_launch_matches_cpu() {
+    let sets = [
+        "pdl=true,poison=true",
+        "pdl=true,graph=false",
+        "pdl=true,gemm=blas,attention=portable,poison=true",
+    ];
+    use lc0rs::netgen::{generate, generate_tower, preset, tower_preset};
+    check_backend_against_cpu("cuda-fp16", "tiny", &bundled("bundled:tiny"), &sets);
+    let mut t82 = preset("t82").unwrap();
+    t82.encoders = 2;
+    check_backend_against_cpu("cuda-fp16", "t82", &generate(&t82, 82), &sets);
+    let tiny_se = generate_tower(&tower_preset("tiny-se").unwrap(), 5);
+    check_backend_against_cpu("cuda-fp16", "tiny-se", &tiny_se, &sets);
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn warp_layer_norm_kernel_matches_cpu() {

@@ -60,6 +60,9 @@ pub struct GpuOptions {
     /// the FFN's first layer as one kernel where the device has it (`norm_dense=N`, 0: never;
     /// default [`DEFAULT_NORM_DENSE_MAX_BATCH`]).
     pub norm_dense_max_batch: usize,
+    /// Launch kernels with programmatic dependent launch on NVIDIA sm_90 and newer (`pdl=true`;
+    /// default off until measured), so that each launch overlaps the kernel before it.
+    pub programmatic_launch: bool,
 }
 
 /// Up to which batch size the fused LayerNorm + FFN1 kernel runs by default: at batch 1 it saves
@@ -126,6 +129,7 @@ impl GpuOptions {
             norm_dense_max_batch: options
                 .get::<usize>(backend, "norm_dense")?
                 .unwrap_or(DEFAULT_NORM_DENSE_MAX_BATCH),
+            programmatic_launch: options.get::<bool>(backend, "pdl")?.unwrap_or(false),
             lanes,
             tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref() {
                 None | Some("mma") => true,
@@ -149,10 +153,10 @@ pub fn create_cuda(
     options: &BackendOptions,
 ) -> Result<Box<dyn Backend>, BackendError> {
     create_on(name, network, options, |o| {
-        Ok(Arc::new(crate::gpu::cuda::CudaDevice::new(
-            o.gpu,
-            o.gemm_timing,
-        )?))
+        Ok(Arc::new(
+            crate::gpu::cuda::CudaDevice::new(o.gpu, o.gemm_timing)?
+                .with_programmatic_launch(o.programmatic_launch),
+        ))
     })
 }
 

@@ -4,6 +4,7 @@
 
 mod blas;
 mod capture;
+mod launch;
 mod lt;
 pub mod nvrtc;
 mod owned;
@@ -118,6 +119,9 @@ pub struct CudaDevice {
     info: DeviceInfo,
     /// Whether cuBLASLt's candidate algorithms are timed (see [`CudaDevice::new`]).
     time_gemm_candidates: bool,
+    /// Whether kernels launch with programmatic dependent launch (see
+    /// [`CudaDevice::with_programmatic_launch`]).
+    programmatic_launch: bool,
 }
 
 /// Uploads smaller than this go straight from pageable memory.
@@ -198,7 +202,17 @@ impl CudaDevice {
             ctx,
             info,
             time_gemm_candidates,
+            programmatic_launch: false,
         })
+    }
+
+    /// Launches every kernel with programmatic dependent launch when `on` and the GPU has it
+    /// (sm_90 and newer, where the kernels wait for the previous one in `PRIOR_KERNELS_DONE()`;
+    /// elsewhere that wait compiles to nothing, so the launches stay plain).
+    pub fn with_programmatic_launch(mut self, on: bool) -> Self {
+        let sm = self.info.arch.trim_start_matches("sm_").parse::<u32>();
+        self.programmatic_launch = on && sm.is_ok_and(|sm| sm >= 90);
+        self
     }
 
     /// Makes the context current on the calling thread: each call of the backend may come
@@ -327,7 +341,10 @@ impl GpuDevice for CudaDevice {
             .ok_or_else(|| GpuError::UnknownKernel(kernel.to_owned()))?;
         // Each argument in an 8-byte slot: the driver reads as many of its first bytes as the
         // kernel's parameter has.
-        let slots: Vec<u64> = args.iter().map(|a| a.slot()).collect();
+        let mut slots: Vec<u64> = args.iter().map(|a| a.slot()).collect();
+        if self.programmatic_launch {
+            return launch::launch_programmatic(&self.stream, f, launch, &mut slots);
+        }
         let mut builder = self.stream.launch_builder(f);
         for slot in &slots {
             builder.arg(slot);
@@ -356,12 +373,15 @@ impl GpuDevice for CudaDevice {
     }
 
     fn new_lane(&self) -> GpuResult<Arc<dyn GpuDevice>> {
-        Ok(Arc::new(Self::with_stream(
-            self.ctx.clone(),
-            self.functions.clone(),
-            self.info.clone(),
-            self.time_gemm_candidates,
-        )?))
+        Ok(Arc::new(
+            Self::with_stream(
+                self.ctx.clone(),
+                self.functions.clone(),
+                self.info.clone(),
+                self.time_gemm_candidates,
+            )?
+            .with_programmatic_launch(self.programmatic_launch),
+        ))
     }
 
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {

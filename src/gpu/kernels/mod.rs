@@ -294,6 +294,26 @@ mod tests {
         }
     }
 
+    /// With programmatic dependent launch a kernel may start before the previous one has
+    /// finished, so each must wait for it before touching memory: `PRIOR_KERNELS_DONE()` as
+    /// its first statement (a kernel without it would read or overwrite data too early).
+    #[test]
+    fn every_kernel_first_waits_for_the_prior_kernels() {
+        let source = source();
+        let mut kernels = 0;
+        for (at, _) in source.match_indices("\nKERNEL void ") {
+            let body = at + source[at..].find('{').expect("a kernel body");
+            let first = source[body + 1..].trim_start();
+            let name = source[at..body].split('(').next().unwrap_or_default();
+            assert!(first.starts_with("PRIOR_KERNELS_DONE();"), "{name}");
+            kernels += 1;
+        }
+        assert_eq!(
+            kernels,
+            shared_kernel_names().count() + cuda_only_kernel_names().count()
+        );
+    }
+
     #[test]
     fn every_kernel_file_is_in_the_source() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("hip");
