@@ -114,9 +114,16 @@ impl Forward<'_> {
         )
     }
 
-    /// `x = LN(x + alpha·(tmp + bias))` over the residual stream: the residual connection after
-    /// the out-projection, the FFN and PE_DENSE's embedding FFN.
-    fn residual_norm(&self, bias: Option<DevicePtr>, ln: &NormGpu, rows: usize) -> GpuResult<()> {
+    /// `x = LN(skip + alpha·(tmp + bias))` over the residual stream: the residual connection
+    /// after the out-projection, the FFN and PE_DENSE's embedding FFN. `skip` is `x` itself,
+    /// except after the fused LayerNorm + FFN1, which left the stream in another buffer.
+    fn residual_norm(
+        &self,
+        bias: Option<DevicePtr>,
+        ln: &NormGpu,
+        skip: DevicePtr,
+        rows: usize,
+    ) -> GpuResult<()> {
         let (x, tmp) = (self.buffers.x.ptr(), self.buffers.tmp.ptr());
         self.layer_norm(
             x,
@@ -124,7 +131,7 @@ impl Forward<'_> {
             bias,
             Activation::Identity,
             self.alpha,
-            Some(x),
+            Some(skip),
             ln,
             rows,
             self.shapes.embedding,
@@ -235,7 +242,7 @@ impl Forward<'_> {
             )?;
             self.ops
                 .linear(&pd.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)?;
-            self.residual_norm(pd.ffn2.bias(), &pd.ffn_ln, rows)?;
+            self.residual_norm(pd.ffn2.bias(), &pd.ffn_ln, x, rows)?;
         }
         Ok(())
     }
@@ -367,7 +374,7 @@ impl Forward<'_> {
             }
             None => {
                 self.op("residual+ln1", l, pass_cost(rows * s.embedding, 2), || {
-                    self.residual_norm(layer.out.bias(), &layer.ln1, rows)
+                    self.residual_norm(layer.out.bias(), &layer.ln1, x, rows)
                 })?;
                 let act_pass = match self.format.ffn_activation {
                     Activation::Identity | Activation::Relu => Cost::default(),
@@ -395,17 +402,7 @@ impl Forward<'_> {
                 .linear(&layer.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)
         })?;
         self.op("residual+ln2", l, pass_cost(rows * s.embedding, 2), || {
-            self.layer_norm(
-                x,
-                b.tmp.ptr(),
-                layer.ffn2.bias(),
-                Activation::Identity,
-                self.alpha,
-                Some(normed),
-                &layer.ln2,
-                rows,
-                s.embedding,
-            )
+            self.residual_norm(layer.ffn2.bias(), &layer.ln2, normed, rows)
         })
     }
 
