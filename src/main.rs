@@ -49,8 +49,9 @@ enum Command {
         /// Layer encoding (float16, bfloat16 and float32 files need lc0 v0.33 or lc0rs).
         #[arg(long, default_value = "linear16", value_parser = clap::builder::PossibleValuesParser::new(LayerEncoding::ALL.map(LayerEncoding::name)))]
         encoding: String,
-        /// Encoder layers (residual blocks for a tower preset) instead of the preset's number.
-        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        /// Encoder layers (residual blocks for a tower preset) instead of the preset's number,
+        /// at most 64 (the largest lc0 nets have 40 blocks; more would only exhaust memory).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
         layers: Option<u16>,
     },
     /// Play chess over UCI (for GUIs and tools): MCTS on the chosen backend.

@@ -76,13 +76,16 @@ fn gen_net_layers_sets_the_depth() {
         full["flops_per_position"].as_u64().unwrap() - two["flops_per_position"].as_u64().unwrap(),
         13 * per_layer_flops
     );
-    let out = lc0rs(
-        &[
-            "gen-net", "--preset", "t82", "--layers", "0", "-o", "x.pb.gz",
-        ],
-        dir.path(),
-    );
-    assert!(!out.status.success() && stderr_of(&out).contains("--layers"));
+    for bad in ["0", "65"] {
+        let args = [
+            "gen-net", "--preset", "t82", "--layers", bad, "-o", "x.pb.gz",
+        ];
+        let out = lc0rs(&args, dir.path());
+        assert!(
+            !out.status.success() && stderr_of(&out).contains("--layers"),
+            "{bad}"
+        );
+    }
 }
 
 #[test]
