@@ -59,7 +59,7 @@ pub fn parse_option_sets(sets: &str) -> Result<Vec<String>, CommandError> {
 
 /// The arguments of `lc0rs` benchmarking `set`: the net, backend, position and sizes given,
 /// the set after the common `-o` options, the CSV header once.
-pub fn child_arguments(
+fn child_arguments(
     net: &NetChoice,
     config: &BenchConfig,
     fen: Option<&str>,
@@ -123,7 +123,7 @@ fn benchmark_in_own_process(
 
 /// The size and mean positions/s of each row of backendbench's CSV (lc0's columns: size first,
 /// mean nps second), header lines skipped; `None` if a row does not parse or there is none.
-pub fn rates_from_csv(csv: &str) -> Option<Vec<SizeRate>> {
+fn rates_from_csv(csv: &str) -> Option<Vec<SizeRate>> {
     let rows: Vec<SizeRate> = csv
         .lines()
         .filter(|line| !line.trim_start().starts_with("size"))

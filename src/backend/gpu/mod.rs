@@ -66,7 +66,7 @@ pub struct GpuOptions {
 }
 
 /// Up to which batch size the fused LayerNorm + FFN1 kernel runs by default: at batch 1 it saves
-/// T82 5 % of a pass; from batch 2 its LayerNorm, repeated by every block of a row group, costs
+/// T82 4–5.5 % of a pass; from batch 2 its LayerNorm, repeated by every block of a row group, costs
 /// as much as the kernels it replaces, and more above (measured on the H100:
 /// `docs/performance.md`).
 pub const DEFAULT_NORM_DENSE_MAX_BATCH: usize = 1;
