@@ -7,21 +7,8 @@ use lc0rs::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
-use super::gpu::worse;
+use super::gpu::{activate_f64, worse};
 use super::kernels::{download, poisoned, random_f16, upload};
-
-fn mish(v: f64) -> f64 {
-    v * (1.0 + v.exp()).ln().tanh()
-}
-
-fn activate(act: Activation, v: f64) -> f64 {
-    match act {
-        Activation::Identity => v,
-        Activation::Relu => v.max(0.0),
-        Activation::Mish => mish(v),
-        _ => unreachable!("not used here"),
-    }
-}
 
 /// The gather of 3×3 neighbourhoods: every value is a copy (or zero), so equality is exact.
 pub fn check_conv_gather(device: &dyn GpuDevice) {
@@ -93,7 +80,7 @@ pub fn check_bias_residual_act(device: &dyn GpuDevice) {
     let mut worst = 0.0f64;
     for i in 0..rows * cols {
         let v = f64::from(y[i]) + f64::from(bias[i % cols]) + f64::from(x[i]);
-        let want = mish(v);
+        let want = activate_f64(Activation::Mish, v);
         worst = worse(worst, (f64::from(got[i]) - want).abs() / (1.0 + want.abs()));
     }
     assert!(worst < 2e-3, "max relative error {worst}");
@@ -158,7 +145,7 @@ pub fn check_se_residual(device: &dyn GpuDevice) {
                     let dot: f64 = (0..channels)
                         .map(|c| f64::from(w1[j * channels + c]) * pooled[c])
                         .sum();
-                    activate(act, dot + f64::from(b1[j]))
+                    activate_f64(act, dot + f64::from(b1[j]))
                 })
                 .collect();
             let gates: Vec<f64> = (0..2 * channels)
@@ -174,7 +161,7 @@ pub fn check_se_residual(device: &dyn GpuDevice) {
                     let scale = 1.0 / (1.0 + (-gates[c]).exp());
                     let i = (b * 64 + s) * channels + c;
                     let want =
-                        activate(act, scale * v(s, c) + gates[channels + c] + f64::from(x[i]));
+                        activate_f64(act, scale * v(s, c) + gates[channels + c] + f64::from(x[i]));
                     worst = worse(worst, (f64::from(got[i]) - want).abs() / (1.0 + want.abs()));
                 }
             }

@@ -4,6 +4,7 @@
 use lc0rs::backend::{BatchOutput, create_backend};
 use lc0rs::netsource::NetSource;
 use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
+use lc0rs::weights::format::Activation;
 use lc0rs::weights::{LoadOptions, Model, Network};
 
 pub fn bundled(name: &str) -> Network {
@@ -130,18 +131,44 @@ pub fn layer_norm_error(
     beta: &[f32],
     got: &[f32],
 ) -> f64 {
-    let mut worst = 0.0f64;
+    layer_norm_f64((rows, cols), pre, gamma, beta)
+        .iter()
+        .zip(got)
+        .fold(0.0, |worst, (want, &got)| {
+            worse(worst, (f64::from(got) - want).abs())
+        })
+}
+
+/// LayerNorm in f64 (biased variance, eps 1e-6) of the rows `pre(r, c)`, row-major.
+pub fn layer_norm_f64(
+    (rows, cols): (usize, usize),
+    pre: impl Fn(usize, usize) -> f64,
+    gamma: &[f32],
+    beta: &[f32],
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(rows * cols);
     for r in 0..rows {
         let v: Vec<f64> = (0..cols).map(|c| pre(r, c)).collect();
         let mean = v.iter().sum::<f64>() / cols as f64;
         let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / cols as f64;
-        for c in 0..cols {
-            let want =
-                (v[c] - mean) / (var + 1e-6).sqrt() * f64::from(gamma[c]) + f64::from(beta[c]);
-            worst = worse(worst, (f64::from(got[r * cols + c]) - want).abs());
-        }
+        out.extend((0..cols).map(|c| {
+            (v[c] - mean) / (var + 1e-6).sqrt() * f64::from(gamma[c]) + f64::from(beta[c])
+        }));
     }
-    worst
+    out
+}
+
+/// The activations the kernel checks use, in f64 from their definitions.
+pub fn activate_f64(act: Activation, v: f64) -> f64 {
+    match act {
+        Activation::Identity => v,
+        Activation::Relu => v.max(0.0),
+        Activation::Relu2 => v.max(0.0).powi(2),
+        Activation::Swish => v / (1.0 + (-v).exp()),
+        Activation::Mish => v * (1.0 + v.exp()).ln().tanh(),
+        Activation::Tanh => v.tanh(),
+        _ => unreachable!("no kernel check uses {act:?}"),
+    }
 }
 
 /// `backend` with `options` called from four threads at once (so that its lanes run batches

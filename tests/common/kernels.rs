@@ -8,7 +8,7 @@ use lc0rs::gpu::kernels::{AttentionKernel, activation_code};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
-use super::gpu::{layer_norm_error, worse};
+use super::gpu::{activate_f64, layer_norm_error, layer_norm_f64, worse};
 
 /// Threads per block of the executor's row kernels (`ROW_THREADS`).
 const ROW_THREADS: u32 = 256;
@@ -254,14 +254,8 @@ pub fn check_layer_norm(device: &dyn GpuDevice) {
         )
         .unwrap();
         let got = download(device, &out, rows * cols);
-        let activate = |x: f64| match act {
-            Activation::Swish => x / (1.0 + (-x).exp()),
-            Activation::Mish => x * (1.0 + x.exp()).ln().tanh(),
-            Activation::Relu => x.max(0.0),
-            _ => x,
-        };
         let pre = |r: usize, c: usize| {
-            activate(f64::from(input[r * cols + c] + bias[c])) * f64::from(alpha)
+            activate_f64(act, f64::from(input[r * cols + c] + bias[c])) * f64::from(alpha)
                 + f64::from(skip[r * cols + c])
         };
         let worst = layer_norm_error((rows, cols), pre, &gamma, &beta, &got);
@@ -324,14 +318,7 @@ pub fn check_dense_rows(device: &dyn GpuDevice) {
                 if with_bias {
                     v += f64::from(bias[o]);
                 }
-                let want = match act {
-                    Activation::Identity => v,
-                    Activation::Relu => v.max(0.0),
-                    Activation::Swish => v / (1.0 + (-v).exp()),
-                    Activation::Mish => v * (1.0 + v.exp()).ln().tanh(),
-                    Activation::Tanh => v.tanh(),
-                    _ => unreachable!(),
-                };
+                let want = activate_f64(act, v);
                 // fp16 output: half an ulp of |want| plus the fp32 sum's rounding.
                 let err = (f64::from(got[r * n + o]) - want).abs() / (1.0 + want.abs());
                 worst = worse(worst, err);
@@ -481,7 +468,11 @@ pub fn check_norm_dense(device: &dyn GpuDevice) {
             norm_error < 1e-2,
             "case {case}: normed max abs error {norm_error}"
         );
-        let reference = layer_norm_rows_f16((m, k), pre, &gamma, &beta);
+        // The kernel's A operand: the normalised rows rounded to fp16.
+        let reference: Vec<f64> = layer_norm_f64((m, k), pre, &gamma, &beta)
+            .into_iter()
+            .map(|z| f64::from(f16::from_f64(z).to_f32()))
+            .collect();
         let got = download(device, &y, m * n);
         let mut worst = 0.0f64;
         for r in 0..m {
@@ -490,12 +481,7 @@ pub fn check_norm_dense(device: &dyn GpuDevice) {
                     .map(|c| reference[r * k + c] * f64::from(w[o * k + c]))
                     .sum::<f64>()
                     + f64::from(bias[o]);
-                let want = match act {
-                    Activation::Identity => v,
-                    Activation::Relu2 => v.max(0.0).powi(2),
-                    Activation::Mish => v * (1.0 + v.exp()).ln().tanh(),
-                    _ => unreachable!(),
-                };
+                let want = activate_f64(act, v);
                 let err = (f64::from(got[r * n + o]) - want).abs() / (1.0 + want.abs());
                 worst = worse(worst, err);
             }
@@ -505,25 +491,4 @@ pub fn check_norm_dense(device: &dyn GpuDevice) {
             "layer_norm_dense_mma case {case} ({m}x{n}x{k}, {act:?}): normed {norm_error:.2e}, y {worst:.2e}"
         );
     }
-}
-
-/// LayerNorm in f64 (biased variance, eps 1e-6) of the rows `pre(r, c)`, each value rounded to
-/// fp16 as a kernel stores it.
-fn layer_norm_rows_f16(
-    (rows, cols): (usize, usize),
-    pre: impl Fn(usize, usize) -> f64,
-    gamma: &[f32],
-    beta: &[f32],
-) -> Vec<f64> {
-    let mut out = Vec::with_capacity(rows * cols);
-    for r in 0..rows {
-        let v: Vec<f64> = (0..cols).map(|c| pre(r, c)).collect();
-        let mean = v.iter().sum::<f64>() / cols as f64;
-        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / cols as f64;
-        out.extend((0..cols).map(|c| {
-            let z = (v[c] - mean) / (var + 1e-6).sqrt() * f64::from(gamma[c]) + f64::from(beta[c]);
-            f64::from(f16::from_f64(z).to_f32())
-        }));
-    }
-    out
 }
