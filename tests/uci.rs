@@ -471,6 +471,15 @@ fn multipv_wdl_searchmoves_and_move_stats_are_reported() {
         lines.iter().any(|l| l.contains(" collisions, ")),
         "{lines:?}"
     );
+    // Fewer root moves than MultiPV lines: the one line is still numbered, as lc0 numbers
+    // every line whenever MultiPV is above 1 (a GUI files unnumbered lines under line 1).
+    let (best, lines) = engine.best_move("go nodes 50 searchmoves e2e4");
+    assert_eq!(best, "e2e4");
+    let pv_lines: Vec<&String> = lines.iter().filter(|l| l.contains(" pv ")).collect();
+    assert!(!pv_lines.is_empty(), "{lines:?}");
+    for line in pv_lines {
+        assert!(line.contains(" multipv 1 pv e2e4"), "{line}");
+    }
     // A move that is not legal here is refused with the reason, and the `go` answered.
     let (best, lines) = engine.best_move("go nodes 10 searchmoves e2e5");
     assert_eq!(best, "0000");

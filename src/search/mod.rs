@@ -127,6 +127,9 @@ pub struct SearchInfo {
     pub hashfull: u32,
     /// Whether moves are written in Chess960 notation (king takes rook).
     pub chess960: bool,
+    /// Whether the lines carry their number (`multipv N`): as in lc0, whenever MultiPV above 1
+    /// was asked, even where fewer root moves exist (one legal move, or a search stopped early).
+    pub numbered_lines: bool,
     /// Playouts that met a leaf already waiting for the backend (in this or another thread's
     /// batch) and were given up.
     pub collisions: u64,
@@ -537,6 +540,7 @@ fn info(
         lines,
         hashfull: state.cache.fill_per_mille(),
         chess960: params.chess960,
+        numbered_lines: params.multipv > 1,
         collisions: state.stats.collisions,
         batches: state.stats.batches,
         evaluated: state.stats.evaluated,

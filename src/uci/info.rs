@@ -15,8 +15,8 @@ pub struct InfoStyle {
 }
 
 /// `info depth .. seldepth .. time .. nodes .. score cp|mate .. [wdl ..] hashfull .. nps ..
-/// tbhits 0 [multipv i] pv ..`, one line per MultiPV line (`multipv` shown only where there
-/// are several), as lc0 writes them.
+/// tbhits 0 [multipv i] pv ..`, one line per MultiPV line (`multipv` shown whenever MultiPV
+/// above 1 was asked), as lc0 writes them.
 pub fn info_lines(info: &SearchInfo, style: InfoStyle) -> Vec<String> {
     let common = format!(
         "info depth {} seldepth {} time {} nodes {}",
@@ -30,7 +30,6 @@ pub fn info_lines(info: &SearchInfo, style: InfoStyle) -> Vec<String> {
         let score = format!("cp {}", info.centipawns());
         return vec![format!("{common} score {score} {counters}")];
     }
-    let several = info.lines.len() > 1;
     info.lines
         .iter()
         .enumerate()
@@ -41,7 +40,7 @@ pub fn info_lines(info: &SearchInfo, style: InfoStyle) -> Vec<String> {
                 let _ = write!(text, " wdl {w} {d} {l}");
             }
             let _ = write!(text, " {counters}");
-            if several {
+            if info.numbered_lines {
                 let _ = write!(text, " multipv {}", i + 1);
             }
             let pv: Vec<String> = line.pv.iter().map(|m| uci(m, info.chess960)).collect();
@@ -147,6 +146,7 @@ mod tests {
             lines: vec![line(moves[0], 0.3, None), line(moves[1], -1.0, Some(-2))],
             hashfull: 12,
             chess960: false,
+            numbered_lines: true,
             collisions: 0,
             batches: 0,
             evaluated: 0,
@@ -173,10 +173,17 @@ mod tests {
         );
         assert!(lines[1].contains(" score mate -2 wdl "), "{}", lines[1]);
         assert!(lines[1].contains(" multipv 2 pv "), "{}", lines[1]);
+        let one_line = SearchInfo {
+            lines: info.lines[..1].to_vec(),
+            ..info.clone()
+        };
+        // MultiPV 3 asked, one legal move: the one line is still numbered, as lc0 numbers it.
+        let numbered = info_lines(&one_line, InfoStyle::default());
+        assert!(numbered[0].contains(" multipv 1 pv "), "{}", numbered[0]);
         let plain = info_lines(
             &SearchInfo {
-                lines: info.lines[..1].to_vec(),
-                ..info.clone()
+                numbered_lines: false,
+                ..one_line
             },
             InfoStyle::default(),
         );

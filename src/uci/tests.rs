@@ -213,6 +213,7 @@ fn centipawns_follow_lc0s_curve() {
         lines: Vec::new(),
         hashfull: 0,
         chess960: false,
+        numbered_lines: false,
         collisions: 0,
         batches: 0,
         evaluated: 0,
