@@ -1,5 +1,25 @@
 // lc0rs LayerNorm kernels (attention bodies): fp16 storage, fp32 statistics.
 
+// v = act(input + bias)·alpha + skip for the 8 values from column c of the row at base (bias
+// and skip may be null): what layer_norm normalises.
+static __device__ __forceinline__ void pre_norm8(const __half* input, const __half* __restrict__ bias, int act,
+                                                 float alpha, const __half* skip, long base, int c, float* v) {
+  float e[8];
+  load8(input + base + c, v);
+  if (bias) {
+    load8(bias + c, e);
+    #pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] += e[j];
+  }
+  #pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = activate(v[j], act) * alpha;
+  if (skip) {
+    load8(skip + base + c, e);
+    #pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] += e[j];
+  }
+}
+
 // out = LN(act(input + bias)·alpha + skip) per row, fp32 statistics (biased variance).
 // bias and skip may be null; out may alias skip or input. One block per row (at most 1024
 // threads); dynamic shared memory holds the row as float (cols·4 bytes) unless the row fits in
@@ -21,24 +41,12 @@ KERNEL void __launch_bounds__(1024) layer_norm(__half* out, const __half* input,
     const bool mine = c < cols;
     // gamma and beta stay fp16 until the end: 8 registers, not 16 (the 1,024-thread block allows
     // 64 a thread; sm_80 spilled with them as float).
-    float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, e[8];
+    float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     __align__(16) __half2 g[4], b[4];
     if (mine) {
-      load8(input + base + c, v);
       copy16(g, gamma + c);
       copy16(b, beta + c);
-      if (bias) {
-        load8(bias + c, e);
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] += e[j];
-      }
-      #pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = activate(v[j], act) * alpha;
-      if (skip) {
-        load8(skip + base + c, e);
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] += e[j];
-      }
+      pre_norm8(input, bias, act, alpha, skip, base, c, v);
       #pragma unroll
       for (int j = 0; j < 8; ++j) sum += v[j];
     }
@@ -62,20 +70,8 @@ KERNEL void __launch_bounds__(1024) layer_norm(__half* out, const __half* input,
   }
   if (wide) {
     for (int c = threadIdx.x * 8; c < cols; c += blockDim.x * 8) {
-      float v[8], e[8];
-      load8(input + base + c, v);
-      if (bias) {
-        load8(bias + c, e);
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] += e[j];
-      }
-      #pragma unroll
-      for (int j = 0; j < 8; ++j) v[j] = activate(v[j], act) * alpha;
-      if (skip) {
-        load8(skip + base + c, e);
-        #pragma unroll
-        for (int j = 0; j < 8; ++j) v[j] += e[j];
-      }
+      float v[8];
+      pre_norm8(input, bias, act, alpha, skip, base, c, v);
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
         row[c + j] = v[j];
