@@ -1,9 +1,9 @@
 //! `lc0rs backendbench --compare`: the benchmark once per option set, each in a process of its
 //! own, and the mean positions/s side by side.
 //!
-//! A process of its own because a backend made in a process where another one ran is slower at
-//! batch 1: on CUDA, 10 % over three sets of identical options (H100, 2026-11-26), with no
-//! difference at batch 256 or with two threads. Sets run in one process would favour the first.
+//! A process of its own because once a second backend has been made and run in a process, every
+//! backend of the process is slower at batch 1: on CUDA, 9–10 % (H100, 2026-11-26 and -27), with
+//! no difference at batch 256 or with two threads. Sets run in one process would favour the first.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -39,6 +39,7 @@ pub fn compare_option_sets(
         .iter()
         .map(|set| benchmark_in_own_process(&exe, &child_arguments(net, config, fen, set), set))
         .collect::<Result<Vec<_>, _>>()?;
+    check_same_sizes(&sets, &columns)?;
     print!("{}", comparison_table(&sets, &columns));
     eprintln!("ratio = last set / first set (mean positions per second)");
     Ok(())
@@ -137,6 +138,25 @@ fn rates_from_csv(csv: &str) -> Option<Vec<SizeRate>> {
     (!rows.is_empty()).then_some(rows)
 }
 
+/// Every set's rows are for the batch sizes of the first set's, in the same order (the table
+/// pairs them by row); a run that printed other rows is an error naming its set.
+fn check_same_sizes(sets: &[String], columns: &[Vec<SizeRate>]) -> Result<(), CommandError> {
+    let sizes = |column: &[SizeRate]| column.iter().map(|r| r.size).collect::<Vec<_>>();
+    let Some(first) = columns.first().map(|c| sizes(c)) else {
+        return Ok(());
+    };
+    for (set, column) in sets.iter().zip(columns) {
+        let these = sizes(column);
+        if these != first {
+            return Err(CommandError::Compare {
+                set: set.clone(),
+                reason: format!("its rows are for batch sizes {these:?}, not {first:?}"),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The `--compare` CSV: a header naming the sets, then per size the mean positions/s of each
 /// set and the ratio of the last set to the first.
 pub fn comparison_table(sets: &[String], columns: &[Vec<SizeRate>]) -> String {
@@ -212,6 +232,21 @@ mod tests {
         );
         assert_eq!(rates_from_csv("size, mean nps\n"), None);
         assert_eq!(rates_from_csv("size, mean nps\n  1, fast\n"), None);
+    }
+
+    #[test]
+    fn sets_whose_rows_are_for_other_sizes_are_an_error() {
+        let sets = ["a=1".to_owned(), "a=2".to_owned()];
+        let same = vec![
+            vec![rate(1, 1.0), rate(2, 2.0)],
+            vec![rate(1, 3.0), rate(2, 4.0)],
+        ];
+        assert!(check_same_sizes(&sets, &same).is_ok());
+        let short = vec![vec![rate(1, 1.0), rate(2, 2.0)], vec![rate(1, 3.0)]];
+        let error = check_same_sizes(&sets, &short).unwrap_err().to_string();
+        assert!(error.contains("a=2") && error.contains("[1]"), "{error}");
+        let other = vec![vec![rate(1, 1.0)], vec![rate(4, 3.0)]];
+        assert!(check_same_sizes(&sets, &other).is_err());
     }
 
     #[test]
