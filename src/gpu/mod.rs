@@ -27,6 +27,11 @@ pub enum GpuError {
     },
     #[error("no GPU: {0}")]
     NoDevice(String),
+    /// A graph capture that work outside it invalidated (a call of another thread that
+    /// synchronises the whole device, for one). Nothing captured ran, so capturing again is
+    /// safe.
+    #[error("{call}: the capture was invalidated by work outside it")]
+    CaptureInvalidated { call: &'static str },
     /// A call that failed for a reason of ours, told in words.
     #[error("{call} failed: {detail}")]
     Call { call: &'static str, detail: String },

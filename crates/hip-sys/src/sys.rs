@@ -10,6 +10,8 @@ pub type HiprtcResult = c_int;
 pub type HiprtcProgram = *mut c_void;
 
 pub const HIP_SUCCESS: HipErrorCode = 0;
+/// `hipErrorStreamCaptureInvalidated`: work outside a stream capture invalidated it.
+pub const HIP_ERROR_STREAM_CAPTURE_INVALIDATED: HipErrorCode = 901;
 /// Returned by `hipGetDeviceCount` where the runtime finds no GPU.
 pub const HIP_ERROR_NO_DEVICE: HipErrorCode = 100;
 pub const HIP_ERROR_INVALID_DEVICE: HipErrorCode = 101;

@@ -5,9 +5,9 @@ use std::ffi::{CStr, c_int, c_void};
 use hip_sys::Hip;
 use hip_sys::sys::{
     CAPTURE_MODE_THREAD_LOCAL, CAPTURE_STATUS_NONE, DEVICE_PROPERTIES_BUFFER_BYTES, EVENT_DEFAULT,
-    GCN_ARCH_NAME_OFFSET_R0000, GCN_ARCH_NAME_OFFSET_R0600, HIP_ERROR_NO_DEVICE, HIP_SUCCESS,
-    HOST_MALLOC_DEFAULT, HipErrorCode, HipEvent, HipFunction, HipGraph, HipGraphExec, HipModule,
-    HipStream, STREAM_NON_BLOCKING,
+    GCN_ARCH_NAME_OFFSET_R0000, GCN_ARCH_NAME_OFFSET_R0600, HIP_ERROR_NO_DEVICE,
+    HIP_ERROR_STREAM_CAPTURE_INVALIDATED, HIP_SUCCESS, HOST_MALLOC_DEFAULT, HipErrorCode, HipEvent,
+    HipFunction, HipGraph, HipGraphExec, HipModule, HipStream, STREAM_NON_BLOCKING,
 };
 
 /// A failed HIP or hipRTC call.
@@ -17,6 +17,13 @@ pub struct HipError {
     pub call: &'static str,
     pub code: i32,
     pub message: String,
+}
+
+impl HipError {
+    /// Whether work outside a stream capture invalidated it: nothing of it ran.
+    pub fn is_capture_invalidated(&self) -> bool {
+        self.code == HIP_ERROR_STREAM_CAPTURE_INVALIDATED
+    }
 }
 
 fn check(hip: &Hip, call: &'static str, code: HipErrorCode) -> Result<(), HipError> {

@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use super::GpuOptions;
 use super::batch_sizes::{padded_batch, padded_sizes};
+use super::capture::capture_graph;
 use super::lanes::{LanePool, Taken};
 use super::ops::{IoBuffers, Marker, OpEvents, Ops, upload_inputs};
+use super::outputs::OutputReader;
 use super::pass::NetworkPass;
 use super::trace::attribute_trace;
-use crate::backend::finite::{check_outputs, extend_finite, first_non_finite};
+use crate::backend::finite::check_outputs;
 use crate::backend::{Backend, BackendAttributes, BackendError, BatchOutput, ProfileReport};
 use crate::chess::InputPlanes;
-use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::{GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph, GpuResult};
 use crate::profile::{OpTiming, PassProfile, PassTiming};
 use crate::weights::format::InputFormat;
@@ -202,7 +203,7 @@ impl<P: NetworkPass> GpuBackend<P> {
         } else {
             self.pass_at(lane, size)?;
         }
-        self.outputs(lane, batch)
+        self.outputs(lane, batch, size)
     }
 
     /// Enqueues the pass of `size` positions on `lane`: its graph where captured, else an
@@ -222,7 +223,8 @@ impl<P: NetworkPass> GpuBackend<P> {
     }
 
     /// Runs a pass at every size that batches of up to `largest` positions run at and that
-    /// `lane` has not run yet, on whatever inputs its buffers hold (the outputs are not read).
+    /// `lane` has not run yet, on whatever inputs its buffers hold (the outputs are not read),
+    /// and launches each new graph once.
     fn prepare_lane(&self, lane: &mut Lane<P>, largest: usize) -> GpuResult<()> {
         for size in padded_sizes(largest, self.options.max_batch) {
             let prepared = if self.options.graph {
@@ -232,6 +234,10 @@ impl<P: NetworkPass> GpuBackend<P> {
             };
             if !prepared {
                 self.pass_at(lane, size)?;
+                // A graph's first launch uploads it: done here, it stays out of the first call.
+                if let Some(graph) = lane.graphs.get(&size) {
+                    graph.launch()?;
+                }
             }
         }
         lane.device.synchronize()
@@ -239,11 +245,8 @@ impl<P: NetworkPass> GpuBackend<P> {
 
     /// Captures the pass of `batch` positions into a graph (after an eager pass at that size).
     fn capture(&self, lane: &mut Lane<P>, batch: usize) -> GpuResult<()> {
-        lane.device.begin_capture()?;
-        let captured = self.enqueue(lane, batch, None);
-        let graph = lane.device.end_capture();
-        captured?;
-        lane.graphs.insert(batch, graph?);
+        let (graph, ()) = capture_graph(lane.device.as_ref(), || self.enqueue(lane, batch, None))?;
+        lane.graphs.insert(batch, graph);
         Ok(())
     }
 
@@ -299,16 +302,12 @@ impl<P: NetworkPass> GpuBackend<P> {
     /// next operation's (so launch gaps count to the operation that waits for them).
     /// `None` where the trace cannot be matched to the graph's nodes (then events time the pass).
     fn traced_pass(&self, lane: &mut Lane<P>, batch: usize) -> GpuResult<Option<PassProfile>> {
-        let marks = OpEvents::new(Marker::CapturedWork);
-        lane.device.begin_capture()?;
-        let recorded = (|| -> GpuResult<(usize, usize)> {
+        let (graph, (marks, first, last)) = capture_graph(lane.device.as_ref(), || {
+            let marks = OpEvents::new(Marker::CapturedWork);
             let first = lane.device.captured_work()?;
             self.enqueue(lane, batch, Some(&marks))?;
-            Ok((first, lane.device.captured_work()?))
-        })();
-        let graph = lane.device.end_capture();
-        let (first, last) = recorded?;
-        let graph = graph?;
+            Ok((marks, first, lane.device.captured_work()?))
+        })?;
         graph.launch()?;
         lane.device.synchronize()?;
         let activities = match lane.device.trace(&mut || graph.launch()) {
@@ -410,38 +409,18 @@ impl<P: NetworkPass> GpuBackend<P> {
             .layer_outputs(&ops, &lane.io, &lane.buffers, batch.len())
     }
 
-    /// Downloads the outputs of the pass of `batch` positions; the flag says whether all are
-    /// finite. Each piece of the policy is checked while it is copied out of the staging
-    /// memory, so the check adds no pass over memory.
-    fn outputs(&self, lane: &Lane<P>, batch: usize) -> GpuResult<(BatchOutput, bool)> {
-        // The wait has its own span, so that `copy outputs` times only the host-side copies.
-        tracing::trace_span!("wait for the pass", batch).in_scope(|| lane.device.synchronize())?;
-        let _span = tracing::trace_span!("copy outputs", batch).entered();
-        // The policy is copied once, from where it landed into its vector (no zero-filled
-        // vector first: at batch 1024 that is 7.6 MB written twice). The device writes
-        // little-endian f32, as the host.
-        let mut policy = Vec::with_capacity(batch * POLICY_SIZE);
-        let mut finite = true;
-        lane.device.download_with(
-            lane.io.policy_out.ptr(),
-            batch * POLICY_SIZE * size_of::<f32>(),
-            &mut |landed| {
-                finite &= extend_f32(&mut policy, landed);
-            },
-        )?;
-        let mut finished = vec![0f32; batch * 3];
-        lane.device.download(
-            lane.io.finished.ptr(),
-            bytemuck::cast_slice_mut(&mut finished),
-        )?;
-        finite &= first_non_finite(&finished).is_none();
-        let out = BatchOutput {
-            q: finished.iter().step_by(3).copied().collect(),
-            d: finished.iter().skip(1).step_by(3).copied().collect(),
-            m: finished.iter().skip(2).step_by(3).copied().collect(),
-            policy,
-        };
-        Ok((out, finite))
+    /// Downloads the outputs of the pass over `size` positions for its first `batch`; the
+    /// flag says whether all are finite. The one copy is enqueued right behind the pass, so
+    /// waiting for it is waiting for the pass, with no second round trip between the pass's
+    /// end and the copy's start; each piece is taken apart as it lands.
+    fn outputs(&self, lane: &Lane<P>, batch: usize, size: usize) -> GpuResult<(BatchOutput, bool)> {
+        let _span = tracing::trace_span!("wait for the pass and its outputs", batch).entered();
+        let mut reader = OutputReader::new(batch, size);
+        lane.device
+            .download_with(lane.io.outputs.ptr(), reader.bytes(), &mut |landed| {
+                reader.take(landed)
+            })?;
+        Ok(reader.finish())
     }
 }
 
@@ -546,45 +525,5 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
             })?;
         }
         Ok(out)
-    }
-}
-
-/// Appends the little-endian f32 values in `bytes` and says whether all are finite (one copy
-/// with the check folded in where they are 4-byte aligned, as in page-aligned staging memory).
-fn extend_f32(out: &mut Vec<f32>, bytes: &[u8]) -> bool {
-    match bytemuck::try_cast_slice::<u8, f32>(bytes) {
-        Ok(values) => extend_finite(out, values),
-        Err(_) => {
-            let from = out.len();
-            out.extend(
-                bytes
-                    .chunks_exact(size_of::<f32>())
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-            );
-            first_non_finite(&out[from..]).is_none()
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn f32_results_are_read_from_aligned_and_unaligned_bytes() {
-        let values = [1.5f32, -0.25, 3.0e-8, f32::MAX, 0.0];
-        // Bytes written independently of extend_f32: each value's little-endian encoding.
-        let mut bytes = vec![0u8];
-        for v in values {
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
-        let mut aligned = vec![0u32; values.len()];
-        bytemuck::cast_slice_mut::<u32, u8>(&mut aligned).copy_from_slice(&bytes[1..]);
-        for input in [bytemuck::cast_slice::<u32, u8>(&aligned), &bytes[1..]] {
-            let mut out = vec![7.0f32];
-            assert!(extend_f32(&mut out, input));
-            assert_eq!(out[0], 7.0);
-            assert_eq!(out[1..], values);
-        }
     }
 }

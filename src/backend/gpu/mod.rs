@@ -6,9 +6,11 @@
 mod attention;
 mod backend;
 mod batch_sizes;
+mod capture;
 mod dense;
 mod lanes;
 mod ops;
+mod outputs;
 mod pass;
 mod policy;
 mod tower;

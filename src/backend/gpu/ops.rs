@@ -28,18 +28,22 @@ pub struct IoBuffers {
     /// A batch's input planes, uploaded in one copy: the n·112 masks (u64), then the n·112
     /// values (f32) right after them (see [`IoBuffers::inputs`]).
     pub inputs: GpuBuffer,
-    /// `[batch][1858]` f32 policy logits.
-    pub policy_out: GpuBuffer,
-    /// `[batch][3]` f32: Q, D, M.
-    pub finished: GpuBuffer,
+    /// The outputs of a pass over n positions, together so that one copy brings them back:
+    /// `[n][3]` f32 (Q, D, M), then `[n][1858]` f32 policy logits (see
+    /// [`IoBuffers::finished`], [`IoBuffers::policy`]).
+    pub outputs: GpuBuffer,
 }
+
+/// Bytes of one position's Q, D and M.
+pub const FINISHED_BYTES: usize = 3 * size_of::<f32>();
+/// Bytes of one position's policy logits.
+pub const POLICY_BYTES: usize = POLICY_SIZE * size_of::<f32>();
 
 impl IoBuffers {
     pub fn new(device: &dyn GpuDevice, max_batch: usize) -> GpuResult<Self> {
         Ok(Self {
             inputs: device.alloc(max_batch * PLANES * INPUT_PLANE_BYTES)?,
-            policy_out: device.alloc(max_batch * POLICY_SIZE * size_of::<f32>())?,
-            finished: device.alloc(max_batch * 3 * size_of::<f32>())?,
+            outputs: device.alloc(max_batch * (FINISHED_BYTES + POLICY_BYTES))?,
         })
     }
 
@@ -49,8 +53,18 @@ impl IoBuffers {
         (masks, self.inputs.at(batch * PLANES * size_of::<u64>()))
     }
 
-    pub fn all(&self) -> [&GpuBuffer; 3] {
-        [&self.inputs, &self.policy_out, &self.finished]
+    /// Where a pass writes its Q, D and M: first in `outputs`, whatever its size.
+    pub fn finished(&self) -> DevicePtr {
+        self.outputs.ptr()
+    }
+
+    /// Where a pass over `size` positions writes its policy logits: right after its Q, D, M.
+    pub fn policy(&self, size: usize) -> DevicePtr {
+        self.outputs.at(size * FINISHED_BYTES)
+    }
+
+    pub fn all(&self) -> [&GpuBuffer; 2] {
+        [&self.inputs, &self.outputs]
     }
 }
 

@@ -37,16 +37,26 @@ pub fn begin(stream: &CudaStream) -> GpuResult<()> {
         .map_err(library_error("cuStreamBeginCapture"))
 }
 
-/// Ends the capture on `stream`: the graph, instantiated and uploaded.
+/// Ends the capture on `stream`: the graph, instantiated. It uploads on its first launch, not
+/// here: on an H100 (driver 580) a graph uploaded with `cuGraphUpload` and not yet launched
+/// made every other graph of the process ~70 µs slower per launch until its own first launch
+/// (docs/performance.md, "Graphs").
 pub fn end(stream: &Arc<CudaStream>) -> GpuResult<Box<dyn GpuGraph>> {
     let graph = stream
         .end_capture(CUgraphInstantiate_flags(0))
-        .map_err(library_error("cuStreamEndCapture"))?
+        .map_err(|error| {
+            if error.0 == d::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED {
+                GpuError::CaptureInvalidated {
+                    call: "cuStreamEndCapture",
+                }
+            } else {
+                library_error("cuStreamEndCapture")(error)
+            }
+        })?
         .ok_or_else(|| GpuError::Call {
             call: "cuStreamEndCapture",
             detail: "nothing was captured".to_owned(),
         })?;
-    graph.upload().map_err(library_error("cuGraphUpload"))?;
     Ok(Box::new(Graph(graph)))
 }
 

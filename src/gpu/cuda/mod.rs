@@ -437,6 +437,7 @@ impl GpuDevice for CudaDevice {
     }
 
     fn trace(&self, work: &mut dyn FnMut() -> GpuResult<()>) -> GpuResult<Vec<super::Activity>> {
-        trace::trace(work, &|| self.synchronize())
+        let stream = (self.ctx.cu_ctx(), self.stream.cu_stream());
+        trace::trace(stream, work, &|| self.synchronize())
     }
 }

@@ -8,6 +8,7 @@ use std::sync::{Mutex, OnceLock};
 
 use cudarc::cupti::result::{CuptiError, activity};
 use cudarc::cupti::sys::{self, CUpti_ActivityKind as Kind};
+use cudarc::driver::sys::{CUcontext, CUstream};
 
 use crate::gpu::{Activity, GpuError, GpuResult};
 
@@ -34,8 +35,17 @@ const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityMemcpy6, end) == 2
 const KERNEL_NAME_OFFSET: usize = std::mem::offset_of!(sys::CUpti_ActivityKernel10, name);
 const _: () = assert!(std::mem::offset_of!(sys::CUpti_ActivityKernel9, name) == KERNEL_NAME_OFFSET);
 
-/// Records delivered by CUPTI's completion callback (which may run on CUPTI's own thread).
-static RECORDS: Mutex<Vec<Activity>> = Mutex::new(Vec::new());
+// Where each kind's record keeps CUPTI's id of the stream the work ran on (the same in the
+// kernel record versions lc0rs may receive).
+const KERNEL_STREAM_OFFSET: usize = std::mem::offset_of!(sys::CUpti_ActivityKernel10, streamId);
+const _: () =
+    assert!(std::mem::offset_of!(sys::CUpti_ActivityKernel9, streamId) == KERNEL_STREAM_OFFSET);
+const MEMSET_STREAM_OFFSET: usize = std::mem::offset_of!(sys::CUpti_ActivityMemset4, streamId);
+const MEMCPY_STREAM_OFFSET: usize = std::mem::offset_of!(sys::CUpti_ActivityMemcpy6, streamId);
+
+/// Records delivered by CUPTI's completion callback (which may run on CUPTI's own thread),
+/// each with the id of its stream.
+static RECORDS: Mutex<Vec<(u32, Activity)>> = Mutex::new(Vec::new());
 
 fn buffer_layout() -> Layout {
     Layout::from_size_align(BUFFER_BYTES, BUFFER_ALIGN).expect("a valid layout")
@@ -70,29 +80,36 @@ extern "C" fn buffer_completed(
             let kind = (*record).kind;
             if KINDS.contains(&kind) {
                 let bytes = record.cast::<u8>();
-                let name = match kind {
-                    Kind::CUPTI_ACTIVITY_KIND_MEMSET => "memset".to_owned(),
-                    Kind::CUPTI_ACTIVITY_KIND_MEMCPY => "memcpy".to_owned(),
+                let stream_at = |offset| bytes.add(offset).cast::<u32>().read_unaligned();
+                let (stream, name) = match kind {
+                    Kind::CUPTI_ACTIVITY_KIND_MEMSET => {
+                        (stream_at(MEMSET_STREAM_OFFSET), "memset".to_owned())
+                    }
+                    Kind::CUPTI_ACTIVITY_KIND_MEMCPY => {
+                        (stream_at(MEMCPY_STREAM_OFFSET), "memcpy".to_owned())
+                    }
                     _ => {
                         // CUPTI keeps kernel names for the life of the process.
                         let name = bytes
                             .add(KERNEL_NAME_OFFSET)
                             .cast::<*const std::ffi::c_char>()
                             .read_unaligned();
-                        if name.is_null() {
+                        let name = if name.is_null() {
                             "kernel".to_owned()
                         } else {
                             std::ffi::CStr::from_ptr(name)
                                 .to_string_lossy()
                                 .into_owned()
-                        }
+                        };
+                        (stream_at(KERNEL_STREAM_OFFSET), name)
                     }
                 };
-                out.push(Activity {
+                let activity = Activity {
                     start_ns: bytes.add(16).cast::<u64>().read_unaligned(),
                     end_ns: bytes.add(24).cast::<u64>().read_unaligned(),
                     name,
-                });
+                };
+                out.push((stream, activity));
             }
         }
         dealloc(buffer, buffer_layout());
@@ -171,15 +188,29 @@ fn register() -> GpuResult<()> {
         })
 }
 
+/// CUPTI's id of `stream` of `context`, as its records name it.
+fn stream_id(context: CUcontext, stream: CUstream) -> GpuResult<u32> {
+    let mut id = 0;
+    // SAFETY: a live context and one of its streams; `id` is a valid out-pointer.
+    unsafe { sys::cuptiGetStreamIdEx(context, stream, 0, &mut id) }
+        .result()
+        .map_err(cupti_error("cuptiGetStreamIdEx"))?;
+    Ok(id)
+}
+
 /// Runs `work` with activity tracing on, waits for it with `wait`, and returns what ran on
-/// the GPU meanwhile, in start order. One trace at a time per process.
+/// `stream` (of `context`) meanwhile, in start order. Tracing is process-wide: what other
+/// streams ran meanwhile (other lanes, other backends) is left out. One trace at a time per
+/// process.
 pub fn trace(
+    (context, stream): (CUcontext, CUstream),
     work: &mut dyn FnMut() -> GpuResult<()>,
     wait: &dyn Fn() -> GpuResult<()>,
 ) -> GpuResult<Vec<Activity>> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     register()?;
+    let traced_stream = stream_id(context, stream)?;
     RECORDS.lock().unwrap_or_else(|e| e.into_inner()).clear();
     for kind in KINDS {
         activity::enable(kind).map_err(cupti_error("cuptiActivityEnable"))?;
@@ -197,7 +228,11 @@ pub fn trace(
     let flushed = activity::flush_all(forced);
     ran?;
     flushed.map_err(cupti_error("cuptiActivityFlushAll"))?;
-    let mut records = std::mem::take(&mut *RECORDS.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut records: Vec<Activity> =
+        std::mem::take(&mut *RECORDS.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_iter()
+            .filter_map(|(stream, activity)| (stream == traced_stream).then_some(activity))
+            .collect();
     records.sort_unstable();
     Ok(records)
 }

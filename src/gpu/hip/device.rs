@@ -443,7 +443,15 @@ impl GpuDevice for HipDevice {
         let graph = self
             .stream
             .end_capture()
-            .map_err(GpuError::Hip)?
+            .map_err(|error| {
+                if error.is_capture_invalidated() {
+                    GpuError::CaptureInvalidated {
+                        call: "hipStreamEndCapture",
+                    }
+                } else {
+                    GpuError::Hip(error)
+                }
+            })?
             .ok_or_else(|| GpuError::Call {
                 call: "hipStreamEndCapture",
                 detail: "nothing was captured".to_owned(),

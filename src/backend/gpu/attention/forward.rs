@@ -153,7 +153,7 @@ impl Forward<'_> {
                 &self.ops,
                 (b.x.ptr(), act),
                 &b.policy,
-                self.io.policy_out.ptr(),
+                self.io.policy(batch),
                 batch,
             )
         })?;
@@ -482,7 +482,7 @@ impl Forward<'_> {
             &self.ops,
             (b.value_out.ptr(), self.format.wdl),
             mlh,
-            self.io.finished.ptr(),
+            self.io.finished(),
             batch,
         )
     }

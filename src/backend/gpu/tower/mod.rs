@@ -304,7 +304,7 @@ impl TowerForward<'_> {
     }
 
     fn policy(&self, batch: usize) -> GpuResult<()> {
-        let (b, rows, out) = (self.b, batch * SQUARES, self.io.policy_out.ptr());
+        let (b, rows, out) = (self.b, batch * SQUARES, self.io.policy(batch));
         match &self.net.policy {
             TowerPolicyGpu::Classical { conv, dense, map } => {
                 self.ops
@@ -358,7 +358,7 @@ impl TowerForward<'_> {
             per_position as i32,
             map.ptr(),
             per_position as i32,
-            self.io.policy_out.ptr(),
+            self.io.policy(batch),
             batch as i32,
         )
     }
@@ -411,7 +411,7 @@ impl TowerForward<'_> {
             &self.ops,
             (b.value_out.ptr(), self.wdl),
             mlh,
-            self.io.finished.ptr(),
+            self.io.finished(),
             batch,
         )
     }

@@ -1,0 +1,189 @@
+//! A pass's outputs read back from the device: one copy of the Q, D, M and the policy logits
+//! (laid out by [`IoBuffers`](super::ops::IoBuffers)), taken apart piece by piece as it lands,
+//! with the finite check folded into the copy.
+
+use std::mem::size_of;
+use std::ops::Range;
+
+use crate::backend::BatchOutput;
+use crate::backend::finite::{extend_finite, first_non_finite};
+
+use super::ops::{FINISHED_BYTES, POLICY_BYTES};
+
+/// Takes apart the bytes of the outputs of a pass over `size` positions for a batch of the
+/// first `batch` of them, in the order they land: the Q, D, M of all `size` (the batch's are
+/// kept), then the batch's policy logits.
+pub struct OutputReader {
+    batch: usize,
+    size: usize,
+    /// Bytes taken so far.
+    taken: usize,
+    finished: Vec<f32>,
+    policy: Vec<f32>,
+    finite: bool,
+}
+
+impl OutputReader {
+    pub fn new(batch: usize, size: usize) -> Self {
+        debug_assert!(batch <= size, "a batch of {batch} in a pass of {size}");
+        Self {
+            batch,
+            size,
+            taken: 0,
+            finished: Vec::with_capacity(batch * 3),
+            // Filled once, from where it lands (no zero-filled vector first: at batch 1024
+            // that is 7.6 MB written twice).
+            policy: Vec::with_capacity(batch * POLICY_BYTES / size_of::<f32>()),
+            finite: true,
+        }
+    }
+
+    /// The bytes to download: every Q, D, M of the pass, then the batch's policy.
+    pub fn bytes(&self) -> usize {
+        self.size * FINISHED_BYTES + self.batch * POLICY_BYTES
+    }
+
+    /// Takes the next piece that landed (the pieces come in order, each a whole number of
+    /// f32 values).
+    pub fn take(&mut self, piece: &[u8]) {
+        let here = self.taken..self.taken + piece.len();
+        self.taken = here.end;
+        let policy_start = self.size * FINISHED_BYTES;
+        let kept = within(&here, 0..self.batch * FINISHED_BYTES);
+        self.finite &= extend_f32(&mut self.finished, &piece[kept]);
+        let policy = within(&here, policy_start..self.bytes());
+        self.finite &= extend_f32(&mut self.policy, &piece[policy]);
+    }
+
+    /// The batch's outputs, and whether they are all finite.
+    pub fn finish(self) -> (BatchOutput, bool) {
+        debug_assert_eq!(self.taken, self.bytes(), "outputs read in part");
+        let column = |skip| {
+            self.finished
+                .iter()
+                .skip(skip)
+                .step_by(3)
+                .copied()
+                .collect()
+        };
+        let out = BatchOutput {
+            q: column(0),
+            d: column(1),
+            m: column(2),
+            policy: self.policy,
+        };
+        (out, self.finite)
+    }
+}
+
+/// The part of `region` (download offsets) that lies in the piece at `here`, as offsets into
+/// the piece (empty where they do not meet).
+fn within(here: &Range<usize>, region: Range<usize>) -> Range<usize> {
+    let start = region.start.clamp(here.start, here.end);
+    let end = region.end.clamp(start, here.end);
+    start - here.start..end - here.start
+}
+
+/// Appends the little-endian f32 values in `bytes` and says whether all are finite (one copy
+/// with the check folded in where they are 4-byte aligned, as in page-aligned staging memory).
+fn extend_f32(out: &mut Vec<f32>, bytes: &[u8]) -> bool {
+    match bytemuck::try_cast_slice::<u8, f32>(bytes) {
+        Ok(values) => extend_finite(out, values),
+        Err(_) => {
+            let from = out.len();
+            out.extend(
+                bytes
+                    .chunks_exact(size_of::<f32>())
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            );
+            first_non_finite(&out[from..]).is_none()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chess::policy_index::POLICY_SIZE;
+
+    #[test]
+    fn f32_results_are_read_from_aligned_and_unaligned_bytes() {
+        let values = [1.5f32, -0.25, 3.0e-8, f32::MAX, 0.0];
+        // Bytes written independently of extend_f32: each value's little-endian encoding.
+        let mut bytes = vec![0u8];
+        for v in values {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut aligned = vec![0u32; values.len()];
+        bytemuck::cast_slice_mut::<u32, u8>(&mut aligned).copy_from_slice(&bytes[1..]);
+        for input in [bytemuck::cast_slice::<u32, u8>(&aligned), &bytes[1..]] {
+            let mut out = vec![7.0f32];
+            assert!(extend_f32(&mut out, input));
+            assert_eq!(out[0], 7.0);
+            assert_eq!(out[1..], values);
+        }
+    }
+
+    /// The device's outputs of a pass over `size` positions, as the kernels lay them out:
+    /// position p's Q, D, M are 1000p + 0, 1, 2; its logit j is p + j / 4096.
+    fn device_outputs(size: usize, padded_value: f32) -> Vec<u8> {
+        let mut values = Vec::new();
+        for p in 0..size {
+            values.extend([0.0, 1.0, 2.0].map(|k| 1000.0 * p as f32 + k));
+        }
+        for p in 0..size {
+            values.extend((0..POLICY_SIZE).map(|j| p as f32 + j as f32 / 4096.0));
+        }
+        // Positions past the batch may hold anything; here non-finite values.
+        values[(size - 1) * 3] = padded_value;
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    fn read(batch: usize, size: usize, bytes: &[u8], piece: usize) -> (BatchOutput, bool) {
+        let mut reader = OutputReader::new(batch, size);
+        let wanted = reader.bytes();
+        for chunk in bytes[..wanted].chunks(piece) {
+            reader.take(chunk);
+        }
+        reader.finish()
+    }
+
+    #[test]
+    fn a_padded_pass_is_read_for_its_batch_in_pieces_of_any_size() {
+        let (batch, size) = (3, 5);
+        let bytes = device_outputs(size, f32::NAN);
+        for piece in [4, 8, 12, 40, 7428, 1 << 20] {
+            let (out, finite) = read(batch, size, &bytes, piece);
+            assert!(
+                finite,
+                "piece {piece}: the padded position's NaN is not the batch's"
+            );
+            assert_eq!(out.q, [0.0, 1000.0, 2000.0], "piece {piece}");
+            assert_eq!(out.d, [1.0, 1001.0, 2001.0], "piece {piece}");
+            assert_eq!(out.m, [2.0, 1002.0, 2002.0], "piece {piece}");
+            assert_eq!(out.policy.len(), batch * POLICY_SIZE);
+            for p in 0..batch {
+                for j in [0, 1, 1857] {
+                    let want = p as f32 + j as f32 / 4096.0;
+                    assert_eq!(out.policy[p * POLICY_SIZE + j], want, "piece {piece}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_non_finite_output_of_the_batch_is_reported() {
+        let size = 2;
+        let mut bytes = device_outputs(size, 0.5);
+        let (_, finite) = read(size, size, &bytes, 64);
+        assert!(finite);
+        // The last logit of the last position.
+        let last = bytes.len() - 4;
+        bytes[last..].copy_from_slice(&f32::INFINITY.to_le_bytes());
+        let (out, finite) = read(size, size, &bytes, 64);
+        assert!(!finite);
+        assert_eq!(out.policy[2 * POLICY_SIZE - 1], f32::INFINITY);
+        let (_, finite) = read(size, size, &device_outputs(size, f32::NAN), 64);
+        assert!(!finite, "a NaN in the batch's own Q, D, M");
+    }
+}
