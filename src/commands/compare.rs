@@ -1,9 +1,9 @@
 //! `lc0rs backendbench --compare`: the benchmark once per option set, each in a process of its
 //! own, and the mean positions/s side by side.
 //!
-//! A process of its own because once a second backend has been made and run in a process, every
-//! backend of the process is slower at batch 1: on CUDA, 9–10 % (H100, 2026-11-26 and -27), with
-//! no difference at batch 256 or with two threads. Sets run in one process would favour the first.
+//! A process of its own, so that every set starts from the state of a lone run: no set inherits
+//! another's device memory, graphs or GEMM algorithm choices, and the order of the sets cannot
+//! favour one.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
