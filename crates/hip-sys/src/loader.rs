@@ -385,7 +385,6 @@ fn device_fns(lib: &Library, path: &Path) -> Result<DeviceFns, LoadError> {
         hip_stream_is_capturing: symbol(lib, path, "hipStreamIsCapturing")?,
         hip_graph_instantiate: symbol(lib, path, "hipGraphInstantiate")?,
         hip_graph_launch: symbol(lib, path, "hipGraphLaunch")?,
-        hip_graph_upload: symbol(lib, path, "hipGraphUpload").ok(),
         hip_graph_exec_destroy: symbol(lib, path, "hipGraphExecDestroy")?,
         hip_graph_destroy: symbol(lib, path, "hipGraphDestroy")?,
     })

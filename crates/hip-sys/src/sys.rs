@@ -118,7 +118,7 @@ pub type GraphInstantiate = unsafe extern "C" fn(
 ) -> HipErrorCode;
 
 /// The HIP runtime functions that run work: memory, streams, events, modules, graphs. All are
-/// exported by every release lc0rs loads (5.2 included), except `hipGraphUpload` (5.3+).
+/// exported by every release lc0rs loads (5.2 included).
 #[derive(Clone, Copy)]
 pub struct DeviceFns {
     pub hip_set_device: unsafe extern "C" fn(c_int) -> HipErrorCode,
@@ -151,8 +151,6 @@ pub struct DeviceFns {
     pub hip_stream_is_capturing: unsafe extern "C" fn(HipStream, *mut c_int) -> HipErrorCode,
     pub hip_graph_instantiate: GraphInstantiate,
     pub hip_graph_launch: unsafe extern "C" fn(HipGraphExec, HipStream) -> HipErrorCode,
-    /// `hipGraphUpload`, from ROCm 5.3.
-    pub hip_graph_upload: Option<unsafe extern "C" fn(HipGraphExec, HipStream) -> HipErrorCode>,
     pub hip_graph_exec_destroy: unsafe extern "C" fn(HipGraphExec) -> HipErrorCode,
     pub hip_graph_destroy: unsafe extern "C" fn(HipGraph) -> HipErrorCode,
 }

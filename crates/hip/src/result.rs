@@ -472,22 +472,6 @@ pub unsafe fn graph_launch(
     })
 }
 
-/// Uploads the graph's work descriptors ahead of its first launch (ROCm 5.3+; a no-op before).
-///
-/// # Safety
-/// `exec` and `stream` are live handles of this runtime.
-pub unsafe fn graph_upload(
-    hip: &Hip,
-    exec: HipGraphExec,
-    stream: HipStream,
-) -> Result<(), HipError> {
-    match hip.device.hip_graph_upload {
-        // SAFETY: as the caller promises.
-        Some(upload) => check(hip, "hipGraphUpload", unsafe { upload(exec, stream) }),
-        None => Ok(()),
-    }
-}
-
 /// # Safety
 /// `exec` is a live executable graph, not used afterwards.
 pub unsafe fn graph_exec_destroy(hip: &Hip, exec: HipGraphExec) -> Result<(), HipError> {

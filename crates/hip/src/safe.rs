@@ -282,14 +282,13 @@ impl Stream {
                 return Err(e);
             }
         };
-        let owned = Graph {
+        // Not uploaded here: a graph uploads on its first launch (on CUDA, a graph uploaded and
+        // never launched slowed every other graph launch of the process).
+        Ok(Some(Graph {
             hip: self.hip.clone(),
             graph,
             exec,
-        };
-        // SAFETY: live handles.
-        unsafe { result::graph_upload(&self.hip, exec, self.handle) }?;
-        Ok(Some(owned))
+        }))
     }
 }
 

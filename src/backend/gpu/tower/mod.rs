@@ -343,7 +343,8 @@ impl TowerForward<'_> {
         }
     }
 
-    /// `policy_out[b][map[j]] = input[b·per_position + j]` for every mapped `j`.
+    /// `policy[b][map[j]] = input[b·per_position + j]` for every mapped `j` (the policy part of
+    /// the outputs, [`IoBuffers::policy`]).
     fn gather_policy(
         &self,
         input: DevicePtr,
