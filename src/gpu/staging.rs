@@ -96,6 +96,8 @@ pub fn pieces(bytes: usize) -> impl Iterator<Item = Range<usize>> {
 
 /// Downloads into `host` in [`pieces`]: `copy(range, piece)` enqueues one piece's copy and
 /// returns a marker of its completion; then, piece by piece, `wait(marker)` and `read(piece)`.
+/// Where a copy or a wait fails, the pieces already enqueued are still waited for before the
+/// error returns, so that no copy is left writing into memory the next transfer reuses.
 pub fn download_in_pieces<M>(
     host: &mut [u8],
     mut copy: impl FnMut(Range<usize>, &mut [u8]) -> GpuResult<M>,
@@ -103,15 +105,25 @@ pub fn download_in_pieces<M>(
     read: &mut dyn FnMut(&[u8]),
 ) -> GpuResult<()> {
     let mut pending = Vec::new();
+    let mut failed = None;
     for piece in pieces(host.len()) {
-        let landed = copy(piece.clone(), &mut host[piece.clone()])?;
-        pending.push((piece, landed));
+        match copy(piece.clone(), &mut host[piece.clone()]) {
+            Ok(landed) => pending.push((piece, landed)),
+            Err(error) => {
+                failed = Some(error);
+                break;
+            }
+        }
     }
     for (piece, landed) in pending {
-        wait(landed)?;
-        read(&host[piece]);
+        match (wait(landed), &failed) {
+            (Ok(()), None) => read(&host[piece]),
+            (Ok(()), Some(_)) => {}
+            (Err(error), None) => failed = Some(error),
+            (Err(_), Some(_)) => {}
+        }
     }
-    Ok(())
+    failed.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
@@ -157,6 +169,57 @@ mod tests {
         .unwrap();
         assert_eq!(landed, [0, DOWNLOAD_PIECE]);
         assert_eq!(read, source);
+    }
+
+    #[test]
+    fn a_failed_piece_still_waits_for_the_others_and_reads_none_after_it() {
+        let mut host = vec![0u8; 3 * DOWNLOAD_PIECE];
+        let mut waited = Vec::new();
+        let mut read = 0;
+        let result = download_in_pieces(
+            &mut host,
+            |range, _| Ok(range.start / DOWNLOAD_PIECE),
+            |piece| {
+                waited.push(piece);
+                if piece == 1 {
+                    Err(crate::gpu::GpuError::Call {
+                        call: "wait",
+                        detail: "a fault".to_owned(),
+                    })
+                } else {
+                    Ok(())
+                }
+            },
+            &mut |_| read += 1,
+        );
+        assert!(result.is_err());
+        assert_eq!(waited, [0, 1, 2], "every enqueued piece waited for");
+        assert_eq!(read, 1, "only the piece before the failure is read");
+        // A copy that cannot be enqueued: the ones before it are still waited for.
+        let mut waited = Vec::new();
+        let result = download_in_pieces(
+            &mut host,
+            |range, _| {
+                if range.start == 2 * DOWNLOAD_PIECE {
+                    Err(crate::gpu::GpuError::Call {
+                        call: "copy",
+                        detail: "refused".to_owned(),
+                    })
+                } else {
+                    Ok(range.start)
+                }
+            },
+            |piece| {
+                waited.push(piece);
+                Ok(())
+            },
+            &mut |_| panic!("nothing is read from a failed download"),
+        );
+        assert!(matches!(
+            result,
+            Err(crate::gpu::GpuError::Call { call: "copy", .. })
+        ));
+        assert_eq!(waited, [0, DOWNLOAD_PIECE]);
     }
 
     struct Heap(Vec<u8>);
