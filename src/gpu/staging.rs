@@ -116,11 +116,12 @@ pub fn download_in_pieces<M>(
         }
     }
     for (piece, landed) in pending {
-        match (wait(landed), &failed) {
-            (Ok(()), None) => read(&host[piece]),
-            (Ok(()), Some(_)) => {}
-            (Err(error), None) => failed = Some(error),
-            (Err(_), Some(_)) => {}
+        let waited = wait(landed);
+        if failed.is_none() {
+            match waited {
+                Ok(()) => read(&host[piece]),
+                Err(error) => failed = Some(error),
+            }
         }
     }
     failed.map_or(Ok(()), Err)

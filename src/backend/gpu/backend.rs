@@ -234,10 +234,8 @@ impl<P: NetworkPass> GpuBackend<P> {
             };
             if !prepared {
                 self.pass_at(lane, size)?;
-                // A graph's first launch uploads it: done here, it stays out of the first call.
-                if let Some(graph) = lane.graphs.get(&size) {
-                    graph.launch()?;
-                }
+                // Done here, the graph's upload stays out of the first call.
+                first_launch(lane, size)?;
             }
         }
         lane.device.synchronize()
@@ -254,10 +252,8 @@ impl<P: NetworkPass> GpuBackend<P> {
     fn pass_time_ms(&self, lane: &mut Lane<P>, batch: usize) -> GpuResult<f64> {
         if self.options.graph && !lane.graphs.contains_key(&batch) {
             self.capture(lane, batch)?;
-            // Its first launch uploads it: not a pass to time.
-            if let Some(graph) = lane.graphs.get(&batch) {
-                graph.launch()?;
-            }
+            // Its upload is not a pass to time.
+            first_launch(lane, batch)?;
         }
         let start = lane.device.record_event()?;
         match lane.graphs.get(&batch) {
@@ -426,6 +422,14 @@ impl<P: NetworkPass> GpuBackend<P> {
             })?;
         Ok(reader.finish())
     }
+}
+
+/// Launches `lane`'s graph for `size`, where there is one, for the first time: the launch that
+/// uploads it (graphs are not uploaded at capture; see `gpu::cuda::capture::end`).
+fn first_launch<P: NetworkPass>(lane: &Lane<P>, size: usize) -> GpuResult<()> {
+    lane.graphs
+        .get(&size)
+        .map_or(Ok(()), |graph| graph.launch())
 }
 
 impl<P: NetworkPass> Backend for GpuBackend<P> {
