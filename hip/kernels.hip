@@ -97,19 +97,24 @@ KERNEL void bias_activation(__half* __restrict__ x, const __half* __restrict__ b
 KERNEL void dense_rows(const __half* __restrict__ x, int ldx, const __half* __restrict__ w,
                        const __half* __restrict__ bias, __half* __restrict__ y, int ldy, int rows, int n,
                        int k, int act, int splits) {
-  PRIOR_KERNELS_DONE();
   __shared__ float partial[32][DENSE_ROWS_MAX];
   const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
   const int outputs_per_block = (blockDim.x / WARP_SIZE) / splits;
   const int o = blockIdx.x * outputs_per_block + warp / splits, part = warp % splits;
+  // The lane's first weight chunk (all of its share for smolgen's and the heads' layers) loads
+  // before the wait: weights are no kernel's output, and with programmatic launch their DRAM
+  // round trip overlaps the previous kernel.
+  const __half* row = w + (long)o * k;
+  const int first = (part * WARP_SIZE + lane) * 8;
+  float wv[8];
+  if (o < n && first < k) load8(row + first, wv);
+  PRIOR_KERNELS_DONE();
   float acc[DENSE_ROWS_MAX];
   #pragma unroll
   for (int r = 0; r < DENSE_ROWS_MAX; ++r) acc[r] = 0.f;
   if (o < n) {
-    const __half* row = w + (long)o * k;
-    for (int c = (part * WARP_SIZE + lane) * 8; c < k; c += splits * WARP_SIZE * 8) {
-      float wv[8];
-      load8(row + c, wv);
+    for (int c = first; c < k; c += splits * WARP_SIZE * 8) {
+      if (c != first) load8(row + c, wv);
       #pragma unroll
       for (int r = 0; r < DENSE_ROWS_MAX; ++r) {
         if (r < rows) {

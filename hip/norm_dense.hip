@@ -1,4 +1,5 @@
-// lc0rs fused LayerNorm + dense layer for small batches (NVIDIA tensor cores).
+// lc0rs dense layers for small batches on NVIDIA tensor cores: a plain one, and one fused with the
+// residual LayerNorm before it.
 
 #if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
 // At batch 1 a layer is a chain of small dependent kernels of 2-4 µs each, weights in L2 or not
@@ -32,6 +33,37 @@
 // the 8 lanes of a quarter warp (two rows, four 16-byte columns) hit distinct banks.
 #define NORM_DENSE_LDA(k) ((k) + 32)
 
+// The partial tiles of a block's 8 warps summed in shared memory, then bias and activation, two
+// outputs per thread; rows from m on (a last, partial row group) are not stored.
+static __device__ void dense_mma_store(float* partial, const float (*acc)[4], const __half* __restrict__ bias,
+                                       int act, __half* __restrict__ y, long row0, int col0, int m, int n) {
+  constexpr int TILES = NORM_DENSE_COLS / 8, LDR = NORM_DENSE_COLS + 4;
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32, g = lane / 4, tq = lane % 4;
+  #pragma unroll
+  for (int j = 0; j < TILES; ++j) {
+    float* p = partial + (warp * NORM_DENSE_ROWS + g) * LDR + 8 * j + 2 * tq;
+    p[0] = acc[j][0];
+    p[1] = acc[j][1];
+    p[8 * LDR] = acc[j][2];
+    p[8 * LDR + 1] = acc[j][3];
+  }
+  __syncthreads();
+  const int r = t / (NORM_DENSE_COLS / 2), c = 2 * (t % (NORM_DENSE_COLS / 2));
+  float out0 = 0.f, out1 = 0.f;
+  #pragma unroll
+  for (int q = 0; q < NORM_DENSE_THREADS / 32; ++q) {
+    out0 += partial[(q * NORM_DENSE_ROWS + r) * LDR + c];
+    out1 += partial[(q * NORM_DENSE_ROWS + r) * LDR + c + 1];
+  }
+  if (bias) {
+    const float2 b = __half22float2(*(const __half2*)(bias + col0 + c));
+    out0 += b.x;
+    out1 += b.y;
+  }
+  if (row0 + r < m)
+    *(__half2*)(y + (row0 + r) * n + col0 + c) = __floats2half2_rn(activate(out0, act), activate(out1, act));
+}
+
 template <int K>
 static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, const __half* __restrict__ x,
                                                  const __half* __restrict__ x_bias, float alpha,
@@ -57,6 +89,9 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
   for (int c = 0; c < CHUNKS; ++c)
     #pragma unroll
     for (int j = 0; j < TILES; ++j) copy16(wb[c][j], w + (long)(col0 + 8 * j + g) * K + k_warp + 32 * c + 8 * tq);
+  // The weights are no kernel's output, so they load before the wait: with programmatic launch
+  // their DRAM round trip overlaps the previous kernel.
+  PRIOR_KERNELS_DONE();
 
   // 2. LayerNorm of the block's rows: 16 threads per row, chunks of 8 values strided by 16. All
   // loads are issued before the first value is used (a loop that converts as it loads waits for
@@ -135,36 +170,71 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
     }
   }
 
-  // 4. Sum the 8 warps' partial tiles (the normalised rows are no longer needed), then bias and
-  // activation, two outputs per thread.
+  // 4. The 8 warps' partial tiles summed where the normalised rows were (no longer needed).
   __syncthreads();
-  constexpr int LDR = NORM_DENSE_COLS + 4;
-  float* partial = shared_floats;  // [8 warps][16 rows][LDR]
-  #pragma unroll
-  for (int j = 0; j < TILES; ++j) {
-    float* p = partial + (warp * NORM_DENSE_ROWS + g) * LDR + 8 * j + 2 * tq;
-    p[0] = acc[j][0];
-    p[1] = acc[j][1];
-    p[8 * LDR] = acc[j][2];
-    p[8 * LDR + 1] = acc[j][3];
-  }
-  __syncthreads();
-  const int r = t / (NORM_DENSE_COLS / 2), c = 2 * (t % (NORM_DENSE_COLS / 2));
-  float out0 = 0.f, out1 = 0.f;
-  #pragma unroll
-  for (int q = 0; q < NORM_DENSE_THREADS / 32; ++q) {
-    out0 += partial[(q * NORM_DENSE_ROWS + r) * LDR + c];
-    out1 += partial[(q * NORM_DENSE_ROWS + r) * LDR + c + 1];
-  }
-  if (bias) {
-    const float2 b = __half22float2(*(const __half2*)(bias + col0 + c));
-    out0 += b.x;
-    out1 += b.y;
-  }
-  *(__half2*)(y + (row0 + r) * n + col0 + c) = __floats2half2_rn(activate(out0, act), activate(out1, act));
+  dense_mma_store(shared_floats, acc, bias, act, y, row0, col0, gridDim.y * NORM_DENSE_ROWS, n);
 }
 
-KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k256(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { PRIOR_KERNELS_DONE(); layer_norm_dense_mma_body<256>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
-KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k512(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { PRIOR_KERNELS_DONE(); layer_norm_dense_mma_body<512>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
-KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k768(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { PRIOR_KERNELS_DONE(); layer_norm_dense_mma_body<768>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+// y = act(x·Wᵀ + bias) for a few rows (a pass's per-square layers at batch 1: 64 rows), with W
+// [n][k] and x [m][k] row-major, bias may be null. A library GEMM runs such a shape as a K loop
+// of dependent loads on few blocks; here a block owns 16 rows and 32 outputs, as
+// layer_norm_dense_mma: its 8 warps each load a k/8-wide slice of the 32 weight rows into
+// registers before waiting for the previous kernel (weights are no kernel's output, so with
+// programmatic launch their DRAM round trip overlaps that kernel), then their two A rows per
+// lane straight from global memory (one round trip; rows from m on read as zero), multiply with
+// mma.sync m16n8k16 (fp32 accumulation), and the partial tiles meet in shared memory. Same k
+// permutation as layer_norm_dense_mma. n a multiple of 32; k (the template argument) a multiple
+// of 256.
+template <int K>
+static __device__ void dense_mma_body(const __half* __restrict__ x, const __half* __restrict__ w,
+                                      const __half* __restrict__ bias, int act, __half* __restrict__ y, int m,
+                                      int n) {
+  static_assert(K % 256 == 0, "k: a multiple of 256");
+  constexpr int CHUNKS = K / 256, TILES = NORM_DENSE_COLS / 8, K_WARP = K / 8;
+  __shared__ float partial[8 * NORM_DENSE_ROWS * (NORM_DENSE_COLS + 4)];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, tq = lane % 4;
+  const long row0 = (long)blockIdx.y * NORM_DENSE_ROWS;
+  const int col0 = blockIdx.x * NORM_DENSE_COLS, k_warp = warp * K_WARP;
+
+  __align__(16) u32 wb[CHUNKS][TILES][4];
+  #pragma unroll
+  for (int c = 0; c < CHUNKS; ++c)
+    #pragma unroll
+    for (int j = 0; j < TILES; ++j) copy16(wb[c][j], w + (long)(col0 + 8 * j + g) * K + k_warp + 32 * c + 8 * tq);
+  PRIOR_KERNELS_DONE();
+
+  __align__(16) u32 lo[CHUNKS][4], hi[CHUNKS][4];
+  const bool has_lo = row0 + g < m, has_hi = row0 + g + 8 < m;
+  #pragma unroll
+  for (int c = 0; c < CHUNKS; ++c) {
+    const long kk = k_warp + 32 * c + 8 * tq;
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) lo[c][e] = hi[c][e] = 0u;
+    if (has_lo) copy16(lo[c], x + (row0 + g) * K + kk);
+    if (has_hi) copy16(hi[c], x + (row0 + g + 8) * K + kk);
+  }
+  float acc[TILES][4];
+  #pragma unroll
+  for (int j = 0; j < TILES; ++j)
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+  #pragma unroll
+  for (int c = 0; c < CHUNKS; ++c)
+    #pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const u32 frag[4] = {lo[c][2 * s], hi[c][2 * s], lo[c][2 * s + 1], hi[c][2 * s + 1]};
+      #pragma unroll
+      for (int j = 0; j < TILES; ++j) mma_16816(acc[j], frag, &wb[c][j][2 * s]);
+    }
+  dense_mma_store(partial, acc, bias, act, y, row0, col0, m, n);
+}
+
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k256(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<256>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k512(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<512>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k768(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<768>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k256(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<256>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k512(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<512>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k768(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<768>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k1024(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<1024>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k1536(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<1536>(x, w, bias, act, y, m, n); }
 #endif

@@ -93,6 +93,12 @@ fn fused_layer_norm_dense_kernel_matches_f64() {
     kernels::check_norm_dense(&device());
 }
 
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn dense_mma_kernel_matches_f64() {
+    kernels::check_dense_mma(&device());
+}
+
 /// The fused kernel inside the backend, which takes it at T82's width (not the bundled nets',
 /// nor BT4's 1024, which has no member and must fall back to the separate kernels): two-layer
 /// nets of both shapes against the cpu oracle, fused at every batch (`norm_dense=64`, with
@@ -113,6 +119,8 @@ fn fused_layer_norm_dense_in_the_backend_matches_cpu() {
                 "norm_dense=64,poison=true",
                 "norm_dense=64,attention=portable,gemm=blas",
                 "norm_dense=0",
+                "dense_mma=64,poison=true",
+                "dense_mma=1,pdl=true,poison=true",
             ],
         );
     }
@@ -138,6 +146,7 @@ fn programmatic_launch_matches_cpu() {
         "pdl=true,poison=true",
         "pdl=true,graph=false",
         "pdl=true,gemm=blas,attention=portable,poison=true",
+        "pdl=true,dense_mma=1,poison=true",
     ];
     use lc0rs::netgen::{generate, generate_tower, preset, tower_preset};
     check_backend_against_cpu("cuda-fp16", "tiny", &bundled("bundled:tiny"), &sets);

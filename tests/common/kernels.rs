@@ -492,3 +492,62 @@ pub fn check_norm_dense(device: &dyn GpuDevice) {
         );
     }
 }
+
+/// The small-batch dense kernel on tensor cores (`dense_mma`, NVIDIA only) against the dense
+/// layer and activation in f64: T82's QKV, FFN2 and smolgen shapes at batch 1, BT4's FFN2, and
+/// row counts that leave the last 16-row group partial, whose missing rows must stay untouched
+/// (the output buffer is poisoned past them).
+pub fn check_dense_mma(device: &dyn GpuDevice) {
+    use lc0rs::gpu::kernels::dense_mma_launch;
+    for (case, &(m, n, k, act, with_bias)) in [
+        (64usize, 2304usize, 768usize, Activation::Identity, true),
+        (64, 768, 1024, Activation::Identity, true),
+        (24, 4096, 256, Activation::Identity, false),
+        (64, 32, 768, Activation::Identity, false),
+        (64, 1024, 1536, Activation::Mish, true),
+        (40, 96, 512, Activation::Relu2, true),
+        (7, 64, 1024, Activation::Swish, true),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let seed = 700 + case as u64;
+        let x = random_f16(m * k, seed, 1.0);
+        let w = random_f16(n * k, seed + 1, 0.05);
+        let bias = random_f16(n, seed + 2, 0.5);
+        let gpu = [&x, &w, &bias].map(|v| upload(device, v));
+        let padded = m.next_multiple_of(16);
+        let y = poisoned(device, padded * n);
+        let (kernel, launch) = dense_mma_launch(m, n, k).expect("a supported shape");
+        launchers::dense_mma(
+            device,
+            kernel,
+            launch,
+            gpu[0].ptr(),
+            gpu[1].ptr(),
+            with_bias.then(|| gpu[2].ptr()),
+            activation_code(act),
+            y.ptr(),
+            m as i32,
+            n as i32,
+        )
+        .unwrap();
+        let got = download(device, &y, padded * n);
+        let mut worst = 0.0f64;
+        for r in 0..m {
+            for o in 0..n {
+                let v: f64 = (0..k)
+                    .map(|i| f64::from(x[r * k + i]) * f64::from(w[o * k + i]))
+                    .sum::<f64>()
+                    + if with_bias { f64::from(bias[o]) } else { 0.0 };
+                let want = activate_f64(act, v);
+                let err = (f64::from(got[r * n + o]) - want).abs() / (1.0 + want.abs());
+                worst = worse(worst, err);
+            }
+        }
+        let written_past = got[m * n..].iter().filter(|v| !v.is_nan()).count();
+        assert_eq!(written_past, 0, "case {case}: values written past row {m}");
+        assert!(worst < 4e-3, "case {case}: max relative error {worst}");
+        eprintln!("dense_mma case {case} ({m}x{n}x{k}, {act:?}): max error {worst:.2e}");
+    }
+}

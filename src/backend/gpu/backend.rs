@@ -9,7 +9,7 @@ use super::GpuOptions;
 use super::batch_sizes::{padded_batch, padded_sizes};
 use super::capture::capture_graph;
 use super::lanes::{LanePool, Taken};
-use super::ops::{IoBuffers, Marker, OpEvents, Ops, upload_inputs};
+use super::ops::{IoBuffers, Marker, OpEvents, Ops, SQUARES, upload_inputs};
 use super::outputs::OutputReader;
 use super::pass::NetworkPass;
 use super::trace::attribute_trace;
@@ -173,6 +173,7 @@ impl<P: NetworkPass> GpuBackend<P> {
         let ops = Ops {
             device: lane.device.as_ref(),
             gemm: self.gemm,
+            dense_mma_rows: self.options.dense_mma_max_batch * SQUARES,
             profile,
         };
         let _span = tracing::trace_span!("forward", batch).entered();
@@ -403,6 +404,7 @@ impl<P: NetworkPass> GpuBackend<P> {
         let ops = Ops {
             device: lane.device.as_ref(),
             gemm: self.gemm,
+            dense_mma_rows: self.options.dense_mma_max_batch * SQUARES,
             profile: None,
         };
         self.pass

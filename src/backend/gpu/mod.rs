@@ -62,6 +62,10 @@ pub struct GpuOptions {
     /// the FFN's first layer as one kernel where the device has it (`norm_dense=N`, 0: never;
     /// default [`DEFAULT_NORM_DENSE_MAX_BATCH`]).
     pub norm_dense_max_batch: usize,
+    /// The largest batch whose dense layers run in our `dense_mma` kernel where the device has
+    /// it and the shape fits (`dense_mma=N`, 0: never), instead of a library GEMM: at most
+    /// `64·N` rows.
+    pub dense_mma_max_batch: usize,
     /// Launch kernels with programmatic dependent launch on NVIDIA sm_90 and newer (`pdl=true`),
     /// so that each launch overlaps the kernel before it. Default off: on an H100 it measured no
     /// gain at batch 1–4 (most of our kernels follow a cuBLASLt GEMM, which does not signal
@@ -74,6 +78,9 @@ pub struct GpuOptions {
 /// as much as the kernels it replaces, and more above (measured on the H100:
 /// `docs/performance.md`).
 pub const DEFAULT_NORM_DENSE_MAX_BATCH: usize = 1;
+
+/// Up to which batch size dense layers run in `dense_mma` by default.
+pub const DEFAULT_DENSE_MMA_MAX_BATCH: usize = 0;
 
 impl GpuOptions {
     /// Reads `gpu`, `max_batch`, `gemm`, `graph`, and applies `policy_head`, `value_head` and
@@ -133,6 +140,9 @@ impl GpuOptions {
             norm_dense_max_batch: options
                 .get::<usize>(backend, "norm_dense")?
                 .unwrap_or(DEFAULT_NORM_DENSE_MAX_BATCH),
+            dense_mma_max_batch: options
+                .get::<usize>(backend, "dense_mma")?
+                .unwrap_or(DEFAULT_DENSE_MMA_MAX_BATCH),
             programmatic_launch: options.get::<bool>(backend, "pdl")?.unwrap_or(false),
             lanes,
             tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref() {

@@ -9,7 +9,9 @@ use half::f16;
 
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
-use crate::gpu::kernels::{DENSE_ROWS_MAX, activation_code, dense_rows_splits, launchers};
+use crate::gpu::kernels::{
+    DENSE_ROWS_MAX, activation_code, dense_mma_launch, dense_rows_splits, launchers,
+};
 use crate::gpu::{DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuResult, Launch, Linear};
 use crate::weights::format::Activation;
 
@@ -187,6 +189,8 @@ pub fn pass_cost(elements: usize, reads: u64) -> Cost {
 pub struct Ops<'a> {
     pub device: &'a dyn GpuDevice,
     pub gemm: GemmPath,
+    /// Dense layers of at most this many rows run in our `dense_mma` kernel where it fits.
+    pub dense_mma_rows: usize,
     /// With `Some`, every operation is bracketed by marks.
     pub profile: Option<&'a OpEvents>,
 }
@@ -248,7 +252,7 @@ impl Ops<'_> {
             Epilogue::Relu => Activation::Relu,
             Epilogue::Silu => Activation::Swish,
         };
-        if self.dense_rows(layer, x, y, rows, bias, act)? {
+        if self.own_kernel(layer, x, y, rows, bias, act)? {
             return Ok(());
         }
         let op = Linear {
@@ -286,7 +290,7 @@ impl Ops<'_> {
         if let Some(epilogue) = epilogue {
             return self.linear_with(layer, x, y, rows, true, epilogue);
         }
-        if self.dense_rows(layer, x, y, rows, true, act)? {
+        if self.own_kernel(layer, x, y, rows, true, act)? {
             return Ok(());
         }
         let fused_bias = self.gemm == GemmPath::Lt;
@@ -301,6 +305,56 @@ impl Ops<'_> {
             layer.outputs as i32,
             activation_code(act),
         )
+    }
+
+    /// `y = act(x·Wᵀ (+ b))` in one of our kernels where one takes the shape: `dense_rows` for
+    /// at most [`DENSE_ROWS_MAX`] rows, `dense_mma` for at most `dense_mma_rows`. Returns
+    /// whether one ran.
+    fn own_kernel(
+        &self,
+        layer: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        rows: usize,
+        bias: bool,
+        act: Activation,
+    ) -> GpuResult<bool> {
+        Ok(self.dense_rows(layer, x, y, rows, bias, act)?
+            || self.dense_mma(layer, x, y, rows, bias, act)?)
+    }
+
+    /// `y = act(x·Wᵀ (+ b))` in our `dense_mma` kernel (NVIDIA tensor cores) for at most
+    /// `dense_mma_rows` rows of a shape it takes. Returns whether it ran.
+    fn dense_mma(
+        &self,
+        layer: &DenseGpu,
+        x: DevicePtr,
+        y: DevicePtr,
+        rows: usize,
+        bias: bool,
+        act: Activation,
+    ) -> GpuResult<bool> {
+        if rows > self.dense_mma_rows {
+            return Ok(false);
+        }
+        let Some((kernel, launch)) = dense_mma_launch(rows, layer.outputs, layer.inputs)
+            .filter(|(kernel, _)| self.device.has_kernel(kernel.name()))
+        else {
+            return Ok(false);
+        };
+        launchers::dense_mma(
+            self.device,
+            kernel,
+            launch,
+            x,
+            layer.w.ptr(),
+            if bias { layer.bias() } else { None },
+            activation_code(act),
+            y,
+            rows as i32,
+            layer.outputs as i32,
+        )?;
+        Ok(true)
     }
 
     /// `y = act(x·Wᵀ (+ b))` in our `dense_rows` kernel, bias and activation included, where

@@ -319,6 +319,25 @@ launchers! { CUDA_ONLY;
         y: DevicePtr,
         n: i32,
     );
+    /// `y = act(x·Wᵀ + bias)` on NVIDIA tensor cores (sm_80 and newer) for a few rows (a pass's
+    /// per-square layers at batch 1): blocks of 16 rows and 32 outputs, the weights loaded before
+    /// the kernel waits for its predecessor (see `dense_mma_launch`). The member is the input
+    /// width k.
+    dense_mma [DenseMma:
+        K256 = dense_mma_k256,
+        K512 = dense_mma_k512,
+        K768 = dense_mma_k768,
+        K1024 = dense_mma_k1024,
+        K1536 = dense_mma_k1536,
+    ](
+        x: DevicePtr,
+        w: DevicePtr,
+        bias: Option<DevicePtr>,
+        act: i32,
+        y: DevicePtr,
+        m: i32,
+        n: i32,
+    );
 }
 
 /// Every declared entry point of `signatures`.

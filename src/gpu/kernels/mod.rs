@@ -3,7 +3,7 @@
 
 pub mod launchers;
 
-use self::launchers::{LayerNormWarp, NormDense, PortableAttention, TensorCoreAttention};
+use self::launchers::{DenseMma, LayerNormWarp, NormDense, PortableAttention, TensorCoreAttention};
 use super::Launch;
 use crate::weights::format::Activation;
 
@@ -240,6 +240,34 @@ pub fn norm_dense_launch(m: usize, n: usize, k: usize) -> Option<(NormDense, Lau
     }))
 }
 
+/// The member of `dense_mma` and its launch for `m` rows, `n` outputs and `k` inputs, or `None`
+/// where no member takes the shape (n a multiple of the block's 32 outputs; k one of 256, 512,
+/// 768, 1024, 1536). Any m: the last row group of a block may be partial. Its shared memory is
+/// static (the 8 warps' fp32 partial tiles).
+pub fn dense_mma_launch(m: usize, n: usize, k: usize) -> Option<(DenseMma, Launch)> {
+    let kernel = match k {
+        256 => DenseMma::K256,
+        512 => DenseMma::K512,
+        768 => DenseMma::K768,
+        1024 => DenseMma::K1024,
+        1536 => DenseMma::K1536,
+        _ => return None,
+    };
+    let fits = n.is_multiple_of(NORM_DENSE_COLS) && m > 0 && n > 0;
+    fits.then_some((
+        kernel,
+        Launch {
+            grid: [
+                (n / NORM_DENSE_COLS) as u32,
+                m.div_ceil(NORM_DENSE_ROWS) as u32,
+                1,
+            ],
+            block: [NORM_DENSE_THREADS, 1, 1],
+            shared_bytes: 0,
+        },
+    ))
+}
+
 /// The activation code of `hip/prelude.h`.
 pub fn activation_code(a: Activation) -> i32 {
     match a {
@@ -294,9 +322,33 @@ mod tests {
         }
     }
 
+    #[test]
+    fn dense_mma_takes_any_rows_and_supported_widths() {
+        // T82 at batch 1: QKV (64 rows, 768 → 2304), smolgen's weight generation (24 heads'
+        // rows, 256 → 4096: the second row group half full) and BT4's FFN2 (1536 → 1024).
+        let (kernel, qkv) = dense_mma_launch(64, 2304, 768).expect("T82's QKV at batch 1");
+        assert_eq!(kernel.name(), "dense_mma_k768");
+        assert_eq!((qkv.grid, qkv.block), ([72, 4, 1], [256, 1, 1]));
+        assert_eq!(dense_mma_launch(24, 4096, 256).unwrap().1.grid, [128, 2, 1]);
+        assert_eq!(dense_mma_launch(64, 1024, 1536).unwrap().0, DenseMma::K1536);
+        for (m, n, k) in [(0, 32, 256), (64, 1000, 768), (64, 32, 640), (64, 0, 768)] {
+            assert!(dense_mma_launch(m, n, k).is_none(), "{m}x{n}x{k}");
+        }
+    }
+
+    /// The kernels that load their weights before waiting for the previous kernel, and the
+    /// function (the kernel itself or the body it calls) that holds the wait.
+    const WEIGHTS_FIRST: [(&str, &str); 3] = [
+        ("dense_rows", "KERNEL void dense_rows("),
+        ("dense_mma_k", "void dense_mma_body("),
+        ("layer_norm_dense_mma_k", "void layer_norm_dense_mma_body("),
+    ];
+
     /// With programmatic dependent launch a kernel may start before the previous one has
     /// finished, so each must wait for it before touching memory: `PRIOR_KERNELS_DONE()` as
-    /// its first statement (a kernel without it would read or overwrite data too early).
+    /// its first statement (a kernel without it would read or overwrite data too early), or,
+    /// in the kernels that load their weights first, after code that names none of the
+    /// activations (`x`, `y`, `skip`, `normed`, ...) the previous kernel may still write.
     #[test]
     fn every_kernel_first_waits_for_the_prior_kernels() {
         let source = source();
@@ -304,9 +356,35 @@ mod tests {
         for (at, _) in source.match_indices("\nKERNEL void ") {
             let body = at + source[at..].find('{').expect("a kernel body");
             let first = source[body + 1..].trim_start();
-            let name = source[at..body].split('(').next().unwrap_or_default();
-            assert!(first.starts_with("PRIOR_KERNELS_DONE();"), "{name}");
+            let declaration = source[at..body]
+                .trim_start()
+                .trim_start_matches("KERNEL void ");
+            let declaration = match declaration.strip_prefix("__launch_bounds__(") {
+                Some(rest) => rest[rest.find(')').expect("bounds") + 1..].trim_start(),
+                None => declaration,
+            };
+            let name = declaration.split('(').next().unwrap_or_default();
             kernels += 1;
+            if first.starts_with("PRIOR_KERNELS_DONE();") {
+                continue;
+            }
+            let Some((_, function)) = WEIGHTS_FIRST.iter().find(|(k, _)| name.starts_with(k))
+            else {
+                panic!("{name} does not begin with PRIOR_KERNELS_DONE()");
+            };
+            let start = source.find(function).expect("the function that waits");
+            let open = start + source[start..].find('{').expect("its body");
+            let wait = open
+                + source[open..]
+                    .find("PRIOR_KERNELS_DONE();")
+                    .expect("a wait");
+            let activations = ["x", "y", "skip", "normed", "x_bias", "gamma", "beta"];
+            let before = &source[open..wait];
+            let named: Vec<&str> = before
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                .filter(|token| activations.contains(token))
+                .collect();
+            assert!(named.is_empty(), "{name} uses {named:?} before its wait");
         }
         assert_eq!(
             kernels,
