@@ -229,6 +229,123 @@ static __device__ void dense_mma_body(const __half* __restrict__ x, const __half
   dense_mma_store(partial, acc, bias, act, y, row0, col0, m, n);
 }
 
+// The LayerNorm statistics (mean, 1/sigma) of position p's row of `cols` values act(h + bias),
+// with `cols` at most SLICED_NORM_MAX_COLS: each thread holds its ≤ 4 chunks of 8 in registers.
+#define SLICED_NORM_MAX_COLS 8192
+static __device__ float2 sliced_norm_stats(const __half* __restrict__ h, const __half* __restrict__ bias, int act,
+                                           float eps, long p, int cols, float* scratch) {
+  constexpr int MAX_CHUNKS = SLICED_NORM_MAX_COLS / (8 * NORM_DENSE_THREADS);
+  float v[MAX_CHUNKS][8];
+  float sum = 0.f;
+  #pragma unroll
+  for (int i = 0; i < MAX_CHUNKS; ++i) {
+    const int c = (threadIdx.x + i * NORM_DENSE_THREADS) * 8;
+    if (c < cols) {
+      float b[8];
+      load8(h + p * cols + c, v[i]);
+      load8(bias + c, b);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        v[i][j] = activate(v[i][j] + b[j], act);
+        sum += v[i][j];
+      }
+    }
+  }
+  const float mean = block_sum(sum, scratch) / cols;
+  float var = 0.f;
+  #pragma unroll
+  for (int i = 0; i < MAX_CHUNKS; ++i)
+    if ((threadIdx.x + i * NORM_DENSE_THREADS) * 8 < cols)
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) var += (v[i][j] - mean) * (v[i][j] - mean);
+  return make_float2(mean, rsqrtf(block_sum(var, scratch) / cols + eps));
+}
+
+// Smolgen's weight generation at small batches with the LayerNorm before it, one kernel instead
+// of two:
+//   g[p]            = LN(act(h[p] + h_bias))          over position p's heads·K values
+//   y[p·heads + hd] = g[p][hd·K, hd·K + K)·Wᵀ          W [n][K], no bias
+// Blocks as dense_mma (16 rows, i.e. heads of at most two positions, × 32 outputs); the weights,
+// and the LayerNorm's bias, gamma and beta at this lane's A columns, load before the wait. Then
+// every block computes the statistics of its one or two positions itself (a position's row is
+// 12-16 KB, read from L2) and normalises its A fragments in registers. heads·K at most
+// SLICED_NORM_MAX_COLS, heads at least 16.
+template <int K>
+static __device__ void sliced_norm_dense_mma_body(const __half* __restrict__ h, const __half* __restrict__ h_bias,
+                                                  int act, const __half* __restrict__ gamma,
+                                                  const __half* __restrict__ beta, float eps,
+                                                  const __half* __restrict__ w, __half* __restrict__ y, int m, int n,
+                                                  int heads) {
+  static_assert(K % 256 == 0, "k: a multiple of 256");
+  constexpr int CHUNKS = K / 256, TILES = NORM_DENSE_COLS / 8, K_WARP = K / 8;
+  __shared__ float partial[8 * NORM_DENSE_ROWS * (NORM_DENSE_COLS + 4)];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, tq = lane % 4;
+  const long row0 = (long)blockIdx.y * NORM_DENSE_ROWS;
+  const int col0 = blockIdx.x * NORM_DENSE_COLS, k_warp = warp * K_WARP, cols = heads * K;
+  // This lane's A rows (g and g + 8 of the block) and where their values lie in a position's row.
+  const long rows[2] = {row0 + g, row0 + g + 8};
+  int at[2];
+  #pragma unroll
+  for (int i = 0; i < 2; ++i) at[i] = (int)(rows[i] % heads) * K + k_warp + 8 * tq;
+
+  __align__(16) u32 wb[CHUNKS][TILES][4];
+  __align__(16) __half2 hb[2][CHUNKS][4], gm[2][CHUNKS][4], bt[2][CHUNKS][4];
+  #pragma unroll
+  for (int c = 0; c < CHUNKS; ++c) {
+    #pragma unroll
+    for (int j = 0; j < TILES; ++j) copy16(wb[c][j], w + (long)(col0 + 8 * j + g) * K + k_warp + 32 * c + 8 * tq);
+    #pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      copy16(hb[i][c], h_bias + at[i] + 32 * c);
+      copy16(gm[i][c], gamma + at[i] + 32 * c);
+      copy16(bt[i][c], beta + at[i] + 32 * c);
+    }
+  }
+  PRIOR_KERNELS_DONE();
+
+  // This lane's raw A values, loaded before the statistics so that both round trips overlap.
+  __align__(16) __half2 raw[2][CHUNKS][4] = {};
+  #pragma unroll
+  for (int i = 0; i < 2; ++i)
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c)
+      if (rows[i] < m) copy16(raw[i][c], h + rows[i] / heads * cols + at[i] + 32 * c);
+  __shared__ float scratch[NORM_DENSE_THREADS / 32];
+  const long first = row0 / heads, last = (row0 + NORM_DENSE_ROWS - 1 < m ? row0 + NORM_DENSE_ROWS - 1 : m - 1) / heads;
+  const float2 s0 = sliced_norm_stats(h, h_bias, act, eps, first, cols, scratch);
+  const float2 s1 = last == first ? s0 : sliced_norm_stats(h, h_bias, act, eps, last, cols, scratch);
+
+  __align__(16) u32 a[2][CHUNKS][4];
+  #pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float2 st = rows[i] / heads == first ? s0 : s1;
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 v = __half22float2(raw[i][c][e]), b = __half22float2(hb[i][c][e]);
+        const float2 ga = __half22float2(gm[i][c][e]), be = __half22float2(bt[i][c][e]);
+        const float lo = (activate(v.x + b.x, act) - st.x) * st.y * ga.x + be.x;
+        const float hi = (activate(v.y + b.y, act) - st.x) * st.y * ga.y + be.y;
+        a[i][c][e] = rows[i] < m ? pack_half2(lo, hi) : 0u;
+      }
+  }
+  float acc[TILES][4];
+  #pragma unroll
+  for (int j = 0; j < TILES; ++j)
+    #pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+  #pragma unroll
+  for (int c = 0; c < CHUNKS; ++c)
+    #pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const u32 frag[4] = {a[0][c][2 * s], a[1][c][2 * s], a[0][c][2 * s + 1], a[1][c][2 * s + 1]};
+      #pragma unroll
+      for (int j = 0; j < TILES; ++j) mma_16816(acc[j], frag, &wb[c][j][2 * s]);
+    }
+  dense_mma_store(partial, acc, nullptr, 0, y, row0, col0, m, n);
+}
+
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k256(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<256>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k512(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<512>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k768(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<768>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
@@ -237,4 +354,5 @@ KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k512(const __half* x
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k768(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<768>(x, w, bias, act, y, m, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k1024(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<1024>(x, w, bias, act, y, m, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k1536(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<1536>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) sliced_norm_dense_mma_k256(const __half* h, const __half* h_bias, int act, const __half* gamma, const __half* beta, float eps, const __half* w, __half* y, int m, int n, int heads) { sliced_norm_dense_mma_body<256>(h, h_bias, act, gamma, beta, eps, w, y, m, n, heads); }
 #endif

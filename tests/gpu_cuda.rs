@@ -99,6 +99,12 @@ fn dense_mma_kernel_matches_f64() {
     kernels::check_dense_mma(&device());
 }
 
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn sliced_norm_dense_kernel_matches_f64() {
+    kernels::check_sliced_norm_dense(&device());
+}
+
 /// The fused kernel inside the backend, which takes it at T82's width (not the bundled nets',
 /// nor BT4's 1024, which has no member and must fall back to the separate kernels): two-layer
 /// nets of both shapes against the cpu oracle, fused at every batch (`norm_dense=64`, with
@@ -120,13 +126,13 @@ fn fused_layer_norm_dense_in_the_backend_matches_cpu() {
                 "norm_dense=64,attention=portable,gemm=blas",
                 "norm_dense=0",
                 "dense_mma=64,poison=true",
-                "dense_mma=1,pdl=true,poison=true",
+                "dense_mma=64,pdl=64,poison=true",
             ],
         );
     }
 }
 
-/// Programmatic dependent launch (`pdl=true`, sm_90 and newer): each kernel may start before
+/// Programmatic dependent launch (`pdl=N`, sm_90 and newer) at every batch size: each kernel may start before
 /// the previous one has finished and must wait for it in `PRIOR_KERNELS_DONE()`; a kernel that
 /// read or wrote too early would put the outputs off the cpu oracle, or NaN from the poisoned
 /// buffers. An attention net, a 2-layer T82 (the fused LayerNorm + FFN1 at batch 1) and an SE
@@ -143,10 +149,11 @@ fn programmatic_launch_matches_cpu() {
         eprintln!("pdl has no effect on {arch} (it needs sm_90): only plain launches are checked");
     }
     let sets = [
-        "pdl=true,poison=true",
-        "pdl=true,graph=false",
-        "pdl=true,gemm=blas,attention=portable,poison=true",
-        "pdl=true,dense_mma=1,poison=true",
+        "pdl=1024,poison=true",
+        "pdl=1024,graph=false",
+        "pdl=1024,gemm=blas,attention=portable,poison=true",
+        "pdl=1024,dense_mma=64,poison=true",
+        "pdl=0,dense_mma=0",
     ];
     use lc0rs::netgen::{generate, generate_tower, preset, tower_preset};
     check_backend_against_cpu("cuda-fp16", "tiny", &bundled("bundled:tiny"), &sets);

@@ -269,6 +269,10 @@ pub trait GpuDevice: Send + Sync {
     /// one lane may be used by another), with a stream, BLAS handles, workspaces, events and
     /// staging memory of its own, so that work on two lanes can run at the same time.
     fn new_lane(&self) -> GpuResult<std::sync::Arc<dyn GpuDevice>>;
+    /// Whether the kernels launched from now on may start before the previous kernel of the
+    /// stream has finished (programmatic dependent launch; every kernel waits for it in
+    /// `PRIOR_KERNELS_DONE()`), where the device has it: a lane sets it per pass, by batch size.
+    fn set_programmatic_launch(&self, _on: bool) {}
     /// Why `path` cannot run on this device (its library is missing), if it cannot.
     fn gemm_path_unavailable(&self, _path: GemmPath) -> Option<String> {
         None

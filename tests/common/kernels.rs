@@ -551,3 +551,71 @@ pub fn check_dense_mma(device: &dyn GpuDevice) {
         eprintln!("dense_mma case {case} ({m}x{n}x{k}, {act:?}): max error {worst:.2e}");
     }
 }
+
+/// Smolgen's weight generation with its LayerNorm (`sliced_norm_dense_mma`, NVIDIA only)
+/// against f64: per position, LayerNorm of act(h + bias) over all heads' values, rounded to
+/// fp16 (the kernel's A operand), then each head's slice times Wᵀ; T82's and BT4's shapes at
+/// batch 1, 2 and 3 (a block's 16 rows spanning two positions), the output poisoned first.
+pub fn check_sliced_norm_dense(device: &dyn GpuDevice) {
+    use lc0rs::gpu::kernels::sliced_norm_dense_launch;
+    let k = 256;
+    for (case, &(batch, heads, n, act)) in [
+        (1usize, 24usize, 4096usize, Activation::Swish),
+        (3, 24, 4096, Activation::Swish),
+        (2, 32, 4096, Activation::Swish),
+        (1, 32, 64, Activation::Tanh),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let seed = 900 + case as u64;
+        let (m, cols) = (batch * heads, heads * k);
+        let h = random_f16(batch * cols, seed, 2.0);
+        let (h_bias, gamma, beta) = (
+            random_f16(cols, seed + 1, 0.5),
+            random_f16(cols, seed + 2, 1.5),
+            random_f16(cols, seed + 3, 0.5),
+        );
+        let w = random_f16(n * k, seed + 4, 0.1);
+        let gpu = [&h, &h_bias, &gamma, &beta, &w].map(|v| upload(device, v));
+        let y = poisoned(device, m * n);
+        let (kernel, launch) = sliced_norm_dense_launch(m, n, k, heads).expect("a smolgen shape");
+        launchers::sliced_norm_dense_mma(
+            device,
+            kernel,
+            launch,
+            gpu[0].ptr(),
+            gpu[1].ptr(),
+            activation_code(act),
+            gpu[2].ptr(),
+            gpu[3].ptr(),
+            1e-6,
+            gpu[4].ptr(),
+            y.ptr(),
+            m as i32,
+            n as i32,
+            heads as i32,
+        )
+        .unwrap();
+        let pre = |p: usize, c: usize| activate_f64(act, f64::from(h[p * cols + c] + h_bias[c]));
+        let normed: Vec<f64> = layer_norm_f64((batch, cols), pre, &gamma, &beta)
+            .into_iter()
+            .map(|z| f64::from(f16::from_f64(z).to_f32()))
+            .collect();
+        let got = download(device, &y, m * n);
+        let mut worst = 0.0f64;
+        for r in 0..m {
+            // Row r is head r % heads of position r / heads: that slice of the position's row.
+            let a = &normed[(r / heads) * cols + (r % heads) * k..][..k];
+            for o in 0..n {
+                let want: f64 = (0..k).map(|i| a[i] * f64::from(w[o * k + i])).sum();
+                let err = (f64::from(got[r * n + o]) - want).abs() / (1.0 + want.abs());
+                worst = worse(worst, err);
+            }
+        }
+        assert!(worst < 4e-3, "case {case}: max relative error {worst}");
+        eprintln!(
+            "sliced_norm_dense_mma case {case} ({batch}x{heads} heads, n {n}, {act:?}): max error {worst:.2e}"
+        );
+    }
+}

@@ -168,14 +168,26 @@ impl<P: NetworkPass> GpuBackend<P> {
         }
     }
 
-    /// Enqueues the pass of `batch` positions on `lane` (its operations marked in `profile`).
-    fn enqueue(&self, lane: &Lane<P>, batch: usize, profile: Option<&OpEvents>) -> GpuResult<()> {
-        let ops = Ops {
-            device: lane.device.as_ref(),
+    /// How the operations of a pass of `batch` positions on `device` run: the GEMM path, which
+    /// dense layers our `dense_mma` takes, and (set on the device) programmatic launch.
+    fn ops<'a>(
+        &self,
+        device: &'a dyn GpuDevice,
+        batch: usize,
+        profile: Option<&'a OpEvents>,
+    ) -> Ops<'a> {
+        device.set_programmatic_launch(batch <= self.options.programmatic_max_batch);
+        Ops {
+            device,
             gemm: self.gemm,
             dense_mma_rows: self.options.dense_mma_max_batch * SQUARES,
             profile,
-        };
+        }
+    }
+
+    /// Enqueues the pass of `batch` positions on `lane` (its operations marked in `profile`).
+    fn enqueue(&self, lane: &Lane<P>, batch: usize, profile: Option<&OpEvents>) -> GpuResult<()> {
+        let ops = self.ops(lane.device.as_ref(), batch, profile);
         let _span = tracing::trace_span!("forward", batch).entered();
         self.pass.enqueue(&ops, &lane.io, &lane.buffers, batch)
     }
@@ -401,12 +413,7 @@ impl<P: NetworkPass> GpuBackend<P> {
         batch: &[InputPlanes],
     ) -> GpuResult<Option<Vec<Vec<f32>>>> {
         upload_inputs(lane.device.as_ref(), &lane.io, batch, batch.len())?;
-        let ops = Ops {
-            device: lane.device.as_ref(),
-            gemm: self.gemm,
-            dense_mma_rows: self.options.dense_mma_max_batch * SQUARES,
-            profile: None,
-        };
+        let ops = self.ops(lane.device.as_ref(), batch.len(), None);
         self.pass
             .layer_outputs(&ops, &lane.io, &lane.buffers, batch.len())
     }

@@ -66,11 +66,10 @@ pub struct GpuOptions {
     /// it and the shape fits (`dense_mma=N`, 0: never), instead of a library GEMM: at most
     /// `64·N` rows.
     pub dense_mma_max_batch: usize,
-    /// Launch kernels with programmatic dependent launch on NVIDIA sm_90 and newer (`pdl=true`),
-    /// so that each launch overlaps the kernel before it. Default off: on an H100 it measured no
-    /// gain at batch 1–4 (most of our kernels follow a cuBLASLt GEMM, which does not signal
-    /// its dependents early).
-    pub programmatic_launch: bool,
+    /// The largest batch whose kernels launch with programmatic dependent launch on NVIDIA
+    /// sm_90 and newer (`pdl=N`, 0: never; default [`DEFAULT_PDL_MAX_BATCH`]): each kernel may
+    /// start while the one before runs, loading its weights before it waits for it.
+    pub programmatic_max_batch: usize,
 }
 
 /// Up to which batch size the fused LayerNorm + FFN1 kernel runs by default: at batch 1 it saves
@@ -79,8 +78,14 @@ pub struct GpuOptions {
 /// `docs/performance.md`).
 pub const DEFAULT_NORM_DENSE_MAX_BATCH: usize = 1;
 
-/// Up to which batch size dense layers run in `dense_mma` by default.
-pub const DEFAULT_DENSE_MMA_MAX_BATCH: usize = 0;
+/// Up to which batch size dense layers run in `dense_mma` by default: at batch 1 and 2 it is
+/// faster than cuBLASLt with programmatic launch, from 4 slower (measured on the H100:
+/// `docs/performance.md`).
+pub const DEFAULT_DENSE_MMA_MAX_BATCH: usize = 2;
+
+/// Up to which batch size kernels launch with programmatic dependent launch by default (faster
+/// at batch 1–8 on the H100, not at 64 and above: `docs/performance.md`).
+pub const DEFAULT_PDL_MAX_BATCH: usize = 8;
 
 impl GpuOptions {
     /// Reads `gpu`, `max_batch`, `gemm`, `graph`, and applies `policy_head`, `value_head` and
@@ -143,7 +148,9 @@ impl GpuOptions {
             dense_mma_max_batch: options
                 .get::<usize>(backend, "dense_mma")?
                 .unwrap_or(DEFAULT_DENSE_MMA_MAX_BATCH),
-            programmatic_launch: options.get::<bool>(backend, "pdl")?.unwrap_or(false),
+            programmatic_max_batch: options
+                .get::<usize>(backend, "pdl")?
+                .unwrap_or(DEFAULT_PDL_MAX_BATCH),
             lanes,
             tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref() {
                 None | Some("mma") => true,
@@ -167,10 +174,10 @@ pub fn create_cuda(
     options: &BackendOptions,
 ) -> Result<Box<dyn Backend>, BackendError> {
     create_on(name, network, options, |o| {
-        Ok(Arc::new(
-            crate::gpu::cuda::CudaDevice::new(o.gpu, o.gemm_timing)?
-                .with_programmatic_launch(o.programmatic_launch),
-        ))
+        Ok(Arc::new(crate::gpu::cuda::CudaDevice::new(
+            o.gpu,
+            o.gemm_timing,
+        )?))
     })
 }
 

@@ -14,6 +14,7 @@ mod trace;
 pub use report::report;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags};
@@ -119,9 +120,13 @@ pub struct CudaDevice {
     info: DeviceInfo,
     /// Whether cuBLASLt's candidate algorithms are timed (see [`CudaDevice::new`]).
     time_gemm_candidates: bool,
-    /// Whether kernels launch with programmatic dependent launch (see
-    /// [`CudaDevice::with_programmatic_launch`]).
-    programmatic_launch: bool,
+    /// Whether the GPU has programmatic dependent launch (sm_90 and newer, where the kernels
+    /// wait for the previous one in `PRIOR_KERNELS_DONE()`; elsewhere that wait compiles to
+    /// nothing, so the launches stay plain).
+    programmatic_capable: bool,
+    /// Whether kernels launch with programmatic dependent launch now (see
+    /// [`GpuDevice::set_programmatic_launch`]).
+    programmatic_launch: AtomicBool,
 }
 
 /// Uploads smaller than this go straight from pageable memory.
@@ -192,6 +197,7 @@ impl CudaDevice {
         time_gemm_candidates: bool,
     ) -> GpuResult<Self> {
         let stream = ctx.new_stream().map_err(library_error("cuStreamCreate"))?;
+        let sm = info.arch.trim_start_matches("sm_").parse::<u32>();
         Ok(Self {
             blas: Mutex::new(blas::Blas::new(&stream)?),
             lt: Mutex::new(lt::LtCache::new(&ctx, &stream, time_gemm_candidates)?),
@@ -201,18 +207,10 @@ impl CudaDevice {
             stream,
             ctx,
             info,
+            programmatic_capable: sm.is_ok_and(|sm| sm >= 90),
             time_gemm_candidates,
-            programmatic_launch: false,
+            programmatic_launch: AtomicBool::new(false),
         })
-    }
-
-    /// Launches every kernel with programmatic dependent launch when `on` and the GPU has it
-    /// (sm_90 and newer, where the kernels wait for the previous one in `PRIOR_KERNELS_DONE()`;
-    /// elsewhere that wait compiles to nothing, so the launches stay plain).
-    pub fn with_programmatic_launch(mut self, on: bool) -> Self {
-        let sm = self.info.arch.trim_start_matches("sm_").parse::<u32>();
-        self.programmatic_launch = on && sm.is_ok_and(|sm| sm >= 90);
-        self
     }
 
     /// Makes the context current on the calling thread: each call of the backend may come
@@ -342,7 +340,7 @@ impl GpuDevice for CudaDevice {
         // Each argument in an 8-byte slot: the driver reads as many of its first bytes as the
         // kernel's parameter has.
         let mut slots: Vec<u64> = args.iter().map(|a| a.slot()).collect();
-        if self.programmatic_launch {
+        if self.programmatic_launch.load(Ordering::Relaxed) {
             return launch::launch_programmatic(&self.stream, f, launch, &mut slots);
         }
         let mut builder = self.stream.launch_builder(f);
@@ -373,15 +371,17 @@ impl GpuDevice for CudaDevice {
     }
 
     fn new_lane(&self) -> GpuResult<Arc<dyn GpuDevice>> {
-        Ok(Arc::new(
-            Self::with_stream(
-                self.ctx.clone(),
-                self.functions.clone(),
-                self.info.clone(),
-                self.time_gemm_candidates,
-            )?
-            .with_programmatic_launch(self.programmatic_launch),
-        ))
+        Ok(Arc::new(Self::with_stream(
+            self.ctx.clone(),
+            self.functions.clone(),
+            self.info.clone(),
+            self.time_gemm_candidates,
+        )?))
+    }
+
+    fn set_programmatic_launch(&self, on: bool) {
+        self.programmatic_launch
+            .store(on && self.programmatic_capable, Ordering::Relaxed);
     }
 
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
