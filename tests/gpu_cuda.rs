@@ -99,12 +99,6 @@ fn dense_mma_kernel_matches_f64() {
     kernels::check_dense_mma(&device());
 }
 
-#[test]
-#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
-fn sliced_norm_dense_kernel_matches_f64() {
-    kernels::check_sliced_norm_dense(&device());
-}
-
 /// The fused kernel inside the backend, which takes it at T82's width (not the bundled nets',
 /// nor BT4's 1024, which has no member and must fall back to the separate kernels): two-layer
 /// nets of both shapes against the cpu oracle, fused at every batch (`norm_dense=64`, with

@@ -338,25 +338,6 @@ launchers! { CUDA_ONLY;
         m: i32,
         n: i32,
     );
-    /// Smolgen's weight generation with the LayerNorm before it, on NVIDIA tensor cores (sm_80
-    /// and newer) for small batches: `y[p·heads + hd] = LN(act(h[p] + h_bias))[hd·k, hd·k + k)·Wᵀ`,
-    /// the LayerNorm over position p's heads·k values (see `sliced_norm_dense_launch`). The
-    /// member is k.
-    sliced_norm_dense_mma [SlicedNormDense:
-        K256 = sliced_norm_dense_mma_k256,
-    ](
-        h: DevicePtr,
-        h_bias: DevicePtr,
-        act: i32,
-        gamma: DevicePtr,
-        beta: DevicePtr,
-        eps: f32,
-        w: DevicePtr,
-        y: DevicePtr,
-        m: i32,
-        n: i32,
-        heads: i32,
-    );
 }
 
 /// Every declared entry point of `signatures`.

@@ -3,9 +3,7 @@
 
 pub mod launchers;
 
-use self::launchers::{
-    DenseMma, LayerNormWarp, NormDense, PortableAttention, SlicedNormDense, TensorCoreAttention,
-};
+use self::launchers::{DenseMma, LayerNormWarp, NormDense, PortableAttention, TensorCoreAttention};
 use super::Launch;
 use crate::weights::format::Activation;
 
@@ -270,24 +268,6 @@ pub fn dense_mma_launch(m: usize, n: usize, k: usize) -> Option<(DenseMma, Launc
     ))
 }
 
-/// The widest position row `sliced_norm_dense_mma` normalises (`SLICED_NORM_MAX_COLS`).
-pub const SLICED_NORM_MAX_COLS: usize = 8192;
-
-/// The member of `sliced_norm_dense_mma` and its launch for `m = batch·heads` rows of `k`
-/// values, `n` outputs, or `None` where no member takes the shape: k 256, n a multiple of 32,
-/// at least 16 heads (so that a block's 16 rows span at most two positions) and heads·k at most
-/// [`SLICED_NORM_MAX_COLS`]. Blocks as `dense_mma`'s.
-pub fn sliced_norm_dense_launch(
-    m: usize,
-    n: usize,
-    k: usize,
-    heads: usize,
-) -> Option<(SlicedNormDense, Launch)> {
-    let fits = k == 256 && heads >= NORM_DENSE_ROWS && heads * k <= SLICED_NORM_MAX_COLS;
-    let (_, launch) = dense_mma_launch(m, n, k).filter(|_| fits && m.is_multiple_of(heads))?;
-    Some((SlicedNormDense::K256, launch))
-}
-
 /// The activation code of `hip/prelude.h`.
 pub fn activation_code(a: Activation) -> i32 {
     match a {
@@ -358,41 +338,11 @@ mod tests {
 
     /// The kernels that load their weights before waiting for the previous kernel, and the
     /// function (the kernel itself or the body it calls) that holds the wait.
-    const WEIGHTS_FIRST: [(&str, &str); 4] = [
-        (
-            "sliced_norm_dense_mma_k",
-            "void sliced_norm_dense_mma_body(",
-        ),
+    const WEIGHTS_FIRST: [(&str, &str); 3] = [
         ("dense_rows", "KERNEL void dense_rows("),
         ("dense_mma_k", "void dense_mma_body("),
         ("layer_norm_dense_mma_k", "void layer_norm_dense_mma_body("),
     ];
-
-    #[test]
-    fn sliced_norm_dense_takes_smolgen_shapes() {
-        // T82 (24 heads of 256) and BT4 (32 heads) at batch 1 and 3.
-        let (_, t82) = sliced_norm_dense_launch(24, 4096, 256, 24).expect("T82 at batch 1");
-        assert_eq!(t82.grid, [128, 2, 1]);
-        assert_eq!(
-            sliced_norm_dense_launch(96, 4096, 256, 32).unwrap().1.grid,
-            [128, 6, 1]
-        );
-        assert!(source().contains(&format!(
-            "#define SLICED_NORM_MAX_COLS {SLICED_NORM_MAX_COLS}\n"
-        )));
-        // Other widths, too few heads, rows too wide, rows that are not whole positions.
-        for (m, n, k, heads) in [
-            (24, 4096, 512, 24),
-            (8, 4096, 256, 8),
-            (36, 4096, 256, 36),
-            (25, 4096, 256, 24),
-        ] {
-            assert!(
-                sliced_norm_dense_launch(m, n, k, heads).is_none(),
-                "{m}x{n}x{k}, {heads}"
-            );
-        }
-    }
 
     /// With programmatic dependent launch a kernel may start before the previous one has
     /// finished, so each must wait for it before touching memory: `PRIOR_KERNELS_DONE()` as
@@ -428,7 +378,7 @@ mod tests {
                 + source[open..]
                     .find("PRIOR_KERNELS_DONE();")
                     .expect("a wait");
-            let activations = ["x", "y", "h", "skip", "normed"];
+            let activations = ["x", "y", "skip", "normed", "x_bias", "gamma", "beta"];
             let before = &source[open..wait];
             let named: Vec<&str> = before
                 .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))

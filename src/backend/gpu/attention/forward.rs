@@ -1,16 +1,15 @@
 //! The attention body's forward pass, enqueued on the lane's stream with no host
 //! synchronisation until the outputs are copied back.
 
-use super::weights::{EncoderGpu, HeadGpu, NetworkGpu, NormGpu, SmolgenGpu};
+use super::weights::{EncoderGpu, HeadGpu, NetworkGpu, NormGpu};
 use super::{Buffers, Shapes};
-use crate::backend::gpu::dense::DenseGpu;
 use crate::backend::gpu::ops::{
     Cost, HALF, IoBuffers, Ops, ROW_THREADS, SQUARES, finish_value, linear_cost, pass_cost,
 };
-use crate::gpu::kernels::launchers::{NormDense, SlicedNormDense};
+use crate::gpu::kernels::launchers::NormDense;
 use crate::gpu::kernels::{
     AttentionKernel, activation_code, attention_launch, launchers, layer_norm_warp_kernel,
-    norm_dense_launch, sliced_norm_dense_launch,
+    norm_dense_launch,
 };
 use crate::gpu::{DevicePtr, GpuResult, Launch};
 use crate::weights::format::{Activation, NetFormat};
@@ -269,7 +268,6 @@ impl Forward<'_> {
                 let dense = linear_cost(&sg.dense1, batch) + linear_cost(&sg.dense2, batch);
                 let norms = pass_cost(batch * sg.dense1.outputs, 1)
                     + pass_cost(batch * sg.dense2.outputs, 1);
-                let fused_gen = self.sliced_norm_launch(batch, weight_gen, sg);
                 self.op("smolgen dense1/2+ln", l, dense + norms, || {
                     self.ops
                         .linear(&sg.dense1, compressed.ptr(), h1.ptr(), batch, false)?;
@@ -286,10 +284,6 @@ impl Forward<'_> {
                     )?;
                     self.ops
                         .linear(&sg.dense2, h1.ptr(), h2.ptr(), batch, false)?;
-                    if fused_gen.is_some() {
-                        // The weight generation normalises dense2's output itself.
-                        return Ok(());
-                    }
                     self.layer_norm(
                         h2.ptr(),
                         h2.ptr(),
@@ -306,21 +300,9 @@ impl Forward<'_> {
                     "smolgen weight gen",
                     l,
                     linear_cost(weight_gen, batch * s.heads),
-                    || match fused_gen {
-                        Some(launch) => self.sliced_norm_weight_gen(
-                            launch,
-                            sg,
-                            weight_gen,
-                            [h2.ptr(), bias.ptr()],
-                            batch,
-                        ),
-                        None => self.ops.linear(
-                            weight_gen,
-                            h2.ptr(),
-                            bias.ptr(),
-                            batch * s.heads,
-                            false,
-                        ),
+                    || {
+                        self.ops
+                            .linear(weight_gen, h2.ptr(), bias.ptr(), batch * s.heads, false)
                     },
                 )?;
                 Some(bias.ptr())
@@ -422,52 +404,6 @@ impl Forward<'_> {
         self.op("residual+ln2", l, pass_cost(rows * s.embedding, 2), || {
             self.residual_norm(layer.ffn2.bias(), &layer.ln2, normed, rows)
         })
-    }
-
-    /// Smolgen's weight generation with its LayerNorm as one kernel, where it runs: batches of
-    /// our `dense_mma` (at most `dense_mma_rows / 64` positions), shapes it takes, a dense2
-    /// bias, and a device that has it.
-    fn sliced_norm_launch(
-        &self,
-        batch: usize,
-        weight_gen: &DenseGpu,
-        sg: &SmolgenGpu,
-    ) -> Option<(SlicedNormDense, Launch)> {
-        let heads = self.shapes.heads;
-        if batch * SQUARES > self.ops.dense_mma_rows || sg.dense2.bias().is_none() {
-            return None;
-        }
-        sliced_norm_dense_launch(batch * heads, weight_gen.outputs, weight_gen.inputs, heads)
-            .filter(|(kernel, _)| self.ops.device.has_kernel(kernel.name()))
-    }
-
-    /// `bias[p·heads + hd] = LN2(act(h2[p] + b2))[hd·k, hd·k + k)·Wᵀ` in one kernel, from
-    /// dense2's output `h2` as it left it (without bias, activation or LayerNorm).
-    fn sliced_norm_weight_gen(
-        &self,
-        (kernel, launch): (SlicedNormDense, Launch),
-        sg: &SmolgenGpu,
-        weight_gen: &DenseGpu,
-        [h2, bias]: [DevicePtr; 2],
-        batch: usize,
-    ) -> GpuResult<()> {
-        let heads = self.shapes.heads;
-        launchers::sliced_norm_dense_mma(
-            self.ops.device,
-            kernel,
-            launch,
-            h2,
-            sg.dense2.required_bias("smolgen dense2")?,
-            activation_code(self.format.smolgen_activation),
-            sg.ln2.gamma.ptr(),
-            sg.ln2.beta.ptr(),
-            sg.ln2.eps,
-            weight_gen.w.ptr(),
-            bias,
-            (batch * heads) as i32,
-            weight_gen.outputs as i32,
-            heads as i32,
-        )
     }
 
     /// The fused LayerNorm + FFN1 kernel and its launch for `batch` positions, where it runs:
