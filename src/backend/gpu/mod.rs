@@ -78,10 +78,11 @@ pub struct GpuOptions {
 /// `docs/performance.md`).
 pub const DEFAULT_NORM_DENSE_MAX_BATCH: usize = 1;
 
-/// Up to which batch size dense layers run in `dense_mma` by default: at batch 1 and 2 it is
-/// faster than cuBLASLt with programmatic launch, from 4 slower (measured on the H100:
-/// `docs/performance.md`).
-pub const DEFAULT_DENSE_MMA_MAX_BATCH: usize = 2;
+/// Up to which batch size dense layers run in `dense_mma` by default: with programmatic launch
+/// it makes batch 1 18–19 % faster than cuBLASLt does (T82, BT4); at batch 2 T82 gains 10 % and
+/// BT4 loses 13 % (its wider layers repeat each weight slice over 8 row groups), from 4 both
+/// lose (measured on the H100: `docs/performance.md`).
+pub const DEFAULT_DENSE_MMA_MAX_BATCH: usize = 1;
 
 /// Up to which batch size kernels launch with programmatic dependent launch by default (faster
 /// at batch 1–8 on the H100, not at 64 and above: `docs/performance.md`).
