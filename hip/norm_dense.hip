@@ -177,15 +177,16 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
 
 // y = act(x·Wᵀ + bias) for a few rows (a pass's per-square layers at batch 1: 64 rows), with W
 // [n][k] and x [m][k] row-major, bias may be null. A library GEMM runs such a shape as a K loop
-// of dependent loads on few blocks; here a block owns 16 rows and 32 outputs, as
-// layer_norm_dense_mma: its 8 warps each load a k/8-wide slice of the 32 weight rows into
-// registers before waiting for the previous kernel (weights are no kernel's output, so with
-// programmatic launch their DRAM round trip overlaps that kernel), then their two A rows per
-// lane straight from global memory (one round trip; rows from m on read as zero), multiply with
-// mma.sync m16n8k16 (fp32 accumulation), and the partial tiles meet in shared memory. Same k
-// permutation as layer_norm_dense_mma. n a multiple of 32; k (the template argument) a multiple
-// of 256.
-template <int K>
+// of dependent loads on few blocks; here a block owns GROUPS groups of 16 rows and 32 outputs:
+// its 8 warps each load a k/8-wide slice of the 32 weight rows into registers before waiting for
+// the previous kernel (weights are no kernel's output, so with programmatic launch their DRAM
+// round trip overlaps that kernel), then their two A rows per lane and group straight from
+// global memory (one round trip; rows from m on read as zero), multiply with mma.sync m16n8k16
+// (fp32 accumulation), and the partial tiles meet in shared memory, one group after another.
+// More groups per block load each weight slice fewer times (the weights are most of the bytes
+// a wide layer moves at batch 1) at the cost of registers. Same k permutation as
+// layer_norm_dense_mma. n a multiple of 32; k (the template argument) a multiple of 256.
+template <int K, int GROUPS>
 static __device__ void dense_mma_body(const __half* __restrict__ x, const __half* __restrict__ w,
                                       const __half* __restrict__ bias, int act, __half* __restrict__ y, int m,
                                       int n) {
@@ -193,7 +194,7 @@ static __device__ void dense_mma_body(const __half* __restrict__ x, const __half
   constexpr int CHUNKS = K / 256, TILES = NORM_DENSE_COLS / 8, K_WARP = K / 8;
   __shared__ float partial[8 * NORM_DENSE_ROWS * (NORM_DENSE_COLS + 4)];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, tq = lane % 4;
-  const long row0 = (long)blockIdx.y * NORM_DENSE_ROWS;
+  const long row0 = (long)blockIdx.y * NORM_DENSE_ROWS * GROUPS;
   const int col0 = blockIdx.x * NORM_DENSE_COLS, k_warp = warp * K_WARP;
 
   __align__(16) u32 wb[CHUNKS][TILES][4];
@@ -203,38 +204,52 @@ static __device__ void dense_mma_body(const __half* __restrict__ x, const __half
     for (int j = 0; j < TILES; ++j) copy16(wb[c][j], w + (long)(col0 + 8 * j + g) * K + k_warp + 32 * c + 8 * tq);
   PRIOR_KERNELS_DONE();
 
-  __align__(16) u32 lo[CHUNKS][4], hi[CHUNKS][4];
-  const bool has_lo = row0 + g < m, has_hi = row0 + g + 8 < m;
+  __align__(16) u32 lo[GROUPS][CHUNKS][4], hi[GROUPS][CHUNKS][4];
   #pragma unroll
-  for (int c = 0; c < CHUNKS; ++c) {
-    const long kk = k_warp + 32 * c + 8 * tq;
+  for (int q = 0; q < GROUPS; ++q) {
+    const long r = row0 + NORM_DENSE_ROWS * q + g;
     #pragma unroll
-    for (int e = 0; e < 4; ++e) lo[c][e] = hi[c][e] = 0u;
-    if (has_lo) copy16(lo[c], x + (row0 + g) * K + kk);
-    if (has_hi) copy16(hi[c], x + (row0 + g + 8) * K + kk);
-  }
-  float acc[TILES][4];
-  #pragma unroll
-  for (int j = 0; j < TILES; ++j)
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
-  #pragma unroll
-  for (int c = 0; c < CHUNKS; ++c)
-    #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      const u32 frag[4] = {lo[c][2 * s], hi[c][2 * s], lo[c][2 * s + 1], hi[c][2 * s + 1]};
+    for (int c = 0; c < CHUNKS; ++c) {
+      const long kk = k_warp + 32 * c + 8 * tq;
       #pragma unroll
-      for (int j = 0; j < TILES; ++j) mma_16816(acc[j], frag, &wb[c][j][2 * s]);
+      for (int e = 0; e < 4; ++e) lo[q][c][e] = hi[q][c][e] = 0u;
+      if (r < m) copy16(lo[q][c], x + r * K + kk);
+      if (r + 8 < m) copy16(hi[q][c], x + (r + 8) * K + kk);
     }
-  dense_mma_store(partial, acc, bias, act, y, row0, col0, m, n);
+  }
+  float acc[GROUPS][TILES][4];
+  #pragma unroll
+  for (int q = 0; q < GROUPS; ++q)
+    #pragma unroll
+    for (int j = 0; j < TILES; ++j)
+      #pragma unroll
+      for (int e = 0; e < 4; ++e) acc[q][j][e] = 0.f;
+  #pragma unroll
+  for (int q = 0; q < GROUPS; ++q)
+    #pragma unroll
+    for (int c = 0; c < CHUNKS; ++c)
+      #pragma unroll
+      for (int s = 0; s < 2; ++s) {
+        const u32 frag[4] = {lo[q][c][2 * s], hi[q][c][2 * s], lo[q][c][2 * s + 1], hi[q][c][2 * s + 1]};
+        #pragma unroll
+        for (int j = 0; j < TILES; ++j) mma_16816(acc[q][j], frag, &wb[c][j][2 * s]);
+      }
+  #pragma unroll
+  for (int q = 0; q < GROUPS; ++q) {
+    if (q > 0) __syncthreads();  // the previous group's partial tiles have been read
+    dense_mma_store(partial, acc[q], bias, act, y, row0 + NORM_DENSE_ROWS * q, col0, m, n);
+  }
 }
 
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k256(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<256>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k512(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<512>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k768(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<768>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
-KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k256(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<256>(x, w, bias, act, y, m, n); }
-KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k512(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<512>(x, w, bias, act, y, m, n); }
-KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k768(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<768>(x, w, bias, act, y, m, n); }
-KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k1024(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<1024>(x, w, bias, act, y, m, n); }
-KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k1536(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<1536>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k256(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<256, 1>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k512(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<512, 1>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k768(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<768, 1>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k1024(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<1024, 1>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k1536(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<1536, 1>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k256_g4(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<256, 4>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k768_g4(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<768, 4>(x, w, bias, act, y, m, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k1024_g2(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<1024, 2>(x, w, bias, act, y, m, n); }
 #endif

@@ -507,6 +507,9 @@ pub fn check_dense_mma(device: &dyn GpuDevice) {
         (64, 1024, 1536, Activation::Mish, true),
         (40, 96, 512, Activation::Relu2, true),
         (7, 64, 1024, Activation::Swish, true),
+        // Wide layers: 4 row groups a block (T82's QKV above; here 40 of 64 rows), 2 (BT4's QKV).
+        (40, 2304, 768, Activation::Identity, true),
+        (100, 3072, 1024, Activation::Identity, true),
     ]
     .iter()
     .enumerate()

@@ -322,13 +322,16 @@ launchers! { CUDA_ONLY;
     /// `y = act(x·Wᵀ + bias)` on NVIDIA tensor cores (sm_80 and newer) for a few rows (a pass's
     /// per-square layers at batch 1): blocks of 16 rows and 32 outputs, the weights loaded before
     /// the kernel waits for its predecessor (see `dense_mma_launch`). The member is the input
-    /// width k.
+    /// width k and the 16-row groups a block takes (one unless named).
     dense_mma [DenseMma:
         K256 = dense_mma_k256,
         K512 = dense_mma_k512,
         K768 = dense_mma_k768,
         K1024 = dense_mma_k1024,
         K1536 = dense_mma_k1536,
+        K256G4 = dense_mma_k256_g4,
+        K768G4 = dense_mma_k768_g4,
+        K1024G2 = dense_mma_k1024_g2,
     ](
         x: DevicePtr,
         w: DevicePtr,

@@ -240,17 +240,27 @@ pub fn norm_dense_launch(m: usize, n: usize, k: usize) -> Option<(NormDense, Lau
     }))
 }
 
+/// The narrowest layer whose `dense_mma` blocks take several 16-row groups where a member has
+/// them: wide layers (QKV, smolgen's weight generation) then load each weight slice once per
+/// block instead of once per group, halving what they move through L2 at batch 1.
+pub const DENSE_MMA_GROUPED_MIN_N: usize = 2048;
+
 /// The member of `dense_mma` and its launch for `m` rows, `n` outputs and `k` inputs, or `None`
 /// where no member takes the shape (n a multiple of the block's 32 outputs; k one of 256, 512,
-/// 768, 1024, 1536). Any m: the last row group of a block may be partial. Its shared memory is
-/// static (the 8 warps' fp32 partial tiles).
+/// 768, 1024, 1536). Any m: the last row group of a block may be partial. Layers of at least
+/// [`DENSE_MMA_GROUPED_MIN_N`] outputs take 4 row groups a block at k 256 and 768, 2 at 1024.
+/// Its shared memory is static (the 8 warps' fp32 partial tiles).
 pub fn dense_mma_launch(m: usize, n: usize, k: usize) -> Option<(DenseMma, Launch)> {
-    let kernel = match k {
-        256 => DenseMma::K256,
-        512 => DenseMma::K512,
-        768 => DenseMma::K768,
-        1024 => DenseMma::K1024,
-        1536 => DenseMma::K1536,
+    let wide = n >= DENSE_MMA_GROUPED_MIN_N;
+    let (kernel, groups) = match (k, wide) {
+        (256, false) => (DenseMma::K256, 1),
+        (256, true) => (DenseMma::K256G4, 4),
+        (512, _) => (DenseMma::K512, 1),
+        (768, false) => (DenseMma::K768, 1),
+        (768, true) => (DenseMma::K768G4, 4),
+        (1024, false) => (DenseMma::K1024, 1),
+        (1024, true) => (DenseMma::K1024G2, 2),
+        (1536, _) => (DenseMma::K1536, 1),
         _ => return None,
     };
     let fits = n.is_multiple_of(NORM_DENSE_COLS) && m > 0 && n > 0;
@@ -259,7 +269,7 @@ pub fn dense_mma_launch(m: usize, n: usize, k: usize) -> Option<(DenseMma, Launc
         Launch {
             grid: [
                 (n / NORM_DENSE_COLS) as u32,
-                m.div_ceil(NORM_DENSE_ROWS) as u32,
+                m.div_ceil(NORM_DENSE_ROWS * groups) as u32,
                 1,
             ],
             block: [NORM_DENSE_THREADS, 1, 1],
@@ -327,10 +337,17 @@ mod tests {
         // T82 at batch 1: QKV (64 rows, 768 → 2304), smolgen's weight generation (24 heads'
         // rows, 256 → 4096: the second row group half full) and BT4's FFN2 (1536 → 1024).
         let (kernel, qkv) = dense_mma_launch(64, 2304, 768).expect("T82's QKV at batch 1");
-        assert_eq!(kernel.name(), "dense_mma_k768");
-        assert_eq!((qkv.grid, qkv.block), ([72, 4, 1], [256, 1, 1]));
-        assert_eq!(dense_mma_launch(24, 4096, 256).unwrap().1.grid, [128, 2, 1]);
+        assert_eq!(kernel.name(), "dense_mma_k768_g4");
+        assert_eq!((qkv.grid, qkv.block), ([72, 1, 1], [256, 1, 1]));
+        let (kernel, out) = dense_mma_launch(64, 768, 768).unwrap();
+        assert_eq!((kernel.name(), out.grid), ("dense_mma_k768", [24, 4, 1]));
+        assert_eq!(dense_mma_launch(24, 4096, 256).unwrap().1.grid, [128, 1, 1]);
+        assert_eq!(
+            dense_mma_launch(100, 3072, 1024).unwrap().1.grid,
+            [96, 4, 1]
+        );
         assert_eq!(dense_mma_launch(64, 1024, 1536).unwrap().0, DenseMma::K1536);
+        assert_eq!(dense_mma_launch(64, 4096, 1536).unwrap().0, DenseMma::K1536);
         for (m, n, k) in [(0, 32, 256), (64, 1000, 768), (64, 32, 640), (64, 0, 768)] {
             assert!(dense_mma_launch(m, n, k).is_none(), "{m}x{n}x{k}");
         }
