@@ -2,7 +2,7 @@
 // residual LayerNorm before it.
 
 #if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
-// At batch 1 a layer is a chain of small dependent kernels of 2-4 µs each, weights in L2 or not
+// layer_norm_dense_mma. At batch 1 a layer is a chain of small dependent kernels of 2-4 µs each, weights in L2 or not
 // (measured: docs/performance.md), so the pass is bound by their number. This kernel is three of
 // them in one: the residual LayerNorm, the dense layer that reads its output, and that layer's
 // bias and activation:

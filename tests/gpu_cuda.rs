@@ -126,8 +126,9 @@ fn fused_layer_norm_dense_in_the_backend_matches_cpu() {
     }
 }
 
-/// Programmatic dependent launch (`pdl=N`, sm_90 and newer) at every batch size: each kernel may start before
-/// the previous one has finished and must wait for it in `PRIOR_KERNELS_DONE()`; a kernel that
+/// Programmatic dependent launch (`pdl=N`, sm_90 and newer) at every batch size: each kernel
+/// may start before the previous one has finished and must wait for it (those with weights
+/// after loading them) in `PRIOR_KERNELS_DONE()`; a kernel that
 /// read or wrote too early would put the outputs off the cpu oracle, or NaN from the poisoned
 /// buffers. An attention net, a 2-layer T82 (the fused LayerNorm + FFN1 at batch 1) and an SE
 /// tower, graphs on and off, both GEMM paths and attention kernels.

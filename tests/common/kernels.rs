@@ -496,7 +496,7 @@ pub fn check_norm_dense(device: &dyn GpuDevice) {
 /// The small-batch dense kernel on tensor cores (`dense_mma`, NVIDIA only) against the dense
 /// layer and activation in f64: T82's QKV, FFN2 and smolgen shapes at batch 1, BT4's FFN2, and
 /// row counts that leave the last 16-row group partial, whose missing rows must stay untouched
-/// (the output buffer is poisoned past them).
+/// (the output buffer is poisoned up to the end of the last block's 64 rows).
 pub fn check_dense_mma(device: &dyn GpuDevice) {
     use lc0rs::gpu::kernels::dense_mma_launch;
     for (case, &(m, n, k, act, with_bias)) in [
@@ -519,7 +519,7 @@ pub fn check_dense_mma(device: &dyn GpuDevice) {
         let w = random_f16(n * k, seed + 1, 0.05);
         let bias = random_f16(n, seed + 2, 0.5);
         let gpu = [&x, &w, &bias].map(|v| upload(device, v));
-        let padded = m.next_multiple_of(16);
+        let padded = m.next_multiple_of(64);
         let y = poisoned(device, padded * n);
         let (kernel, launch) = dense_mma_launch(m, n, k).expect("a supported shape");
         launchers::dense_mma(

@@ -9,7 +9,7 @@ use super::GpuOptions;
 use super::batch_sizes::{padded_batch, padded_sizes};
 use super::capture::capture_graph;
 use super::lanes::{LanePool, Taken};
-use super::ops::{IoBuffers, Marker, OpEvents, Ops, SQUARES, upload_inputs};
+use super::ops::{IoBuffers, Marker, OpEvents, Ops, upload_inputs};
 use super::outputs::OutputReader;
 use super::pass::NetworkPass;
 use super::trace::attribute_trace;
@@ -168,8 +168,8 @@ impl<P: NetworkPass> GpuBackend<P> {
         }
     }
 
-    /// How the operations of a pass of `batch` positions on `device` run: the GEMM path, which
-    /// dense layers our `dense_mma` takes, and (set on the device) programmatic launch.
+    /// How the operations of a pass of `batch` positions on `device` run: the GEMM path, whether
+    /// our `dense_mma` takes its dense layers, and (set on the device) programmatic launch.
     fn ops<'a>(
         &self,
         device: &'a dyn GpuDevice,
@@ -180,7 +180,7 @@ impl<P: NetworkPass> GpuBackend<P> {
         Ops {
             device,
             gemm: self.gemm,
-            dense_mma_rows: self.options.dense_mma_max_batch * SQUARES,
+            dense_mma: batch <= self.options.dense_mma_max_batch,
             profile,
         }
     }

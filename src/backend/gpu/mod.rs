@@ -63,12 +63,13 @@ pub struct GpuOptions {
     /// default [`DEFAULT_NORM_DENSE_MAX_BATCH`]).
     pub norm_dense_max_batch: usize,
     /// The largest batch whose dense layers run in our `dense_mma` kernel where the device has
-    /// it and the shape fits (`dense_mma=N`, 0: never), instead of a library GEMM: at most
-    /// `64·N` rows.
+    /// it and the shape fits, instead of a library GEMM (`dense_mma=N`, 0: never; default
+    /// [`DEFAULT_DENSE_MMA_MAX_BATCH`]).
     pub dense_mma_max_batch: usize,
     /// The largest batch whose kernels launch with programmatic dependent launch on NVIDIA
     /// sm_90 and newer (`pdl=N`, 0: never; default [`DEFAULT_PDL_MAX_BATCH`]): each kernel may
-    /// start while the one before runs, loading its weights before it waits for it.
+    /// start while the one before runs, and those that can load their weights before they
+    /// wait for it.
     pub programmatic_max_batch: usize,
 }
 
@@ -81,7 +82,8 @@ pub const DEFAULT_NORM_DENSE_MAX_BATCH: usize = 1;
 /// Up to which batch size dense layers run in `dense_mma` by default: with programmatic launch
 /// it makes batch 1 18–19 % faster than cuBLASLt does (T82, BT4); at batch 2 T82 gains 10 % and
 /// BT4 loses 13 % (its wider layers repeat each weight slice over 8 row groups), from 4 both
-/// lose (measured on the H100: `docs/performance.md`).
+/// lose. Without programmatic launch (GPUs before sm_90) it measured as fast as cuBLASLt at
+/// batch 1 (on the H100: `docs/performance.md`).
 pub const DEFAULT_DENSE_MMA_MAX_BATCH: usize = 1;
 
 /// Up to which batch size kernels launch with programmatic dependent launch by default (faster

@@ -189,8 +189,9 @@ pub fn pass_cost(elements: usize, reads: u64) -> Cost {
 pub struct Ops<'a> {
     pub device: &'a dyn GpuDevice,
     pub gemm: GemmPath,
-    /// Dense layers of at most this many rows run in our `dense_mma` kernel where it fits.
-    pub dense_mma_rows: usize,
+    /// Whether dense layers run in our `dense_mma` kernel where it fits (passes of at most
+    /// `dense_mma=N` positions).
+    pub dense_mma: bool,
     /// With `Some`, every operation is bracketed by marks.
     pub profile: Option<&'a OpEvents>,
 }
@@ -308,7 +309,7 @@ impl Ops<'_> {
     }
 
     /// `y = act(x·Wᵀ (+ b))` in one of our kernels where one takes the shape: `dense_rows` for
-    /// at most [`DENSE_ROWS_MAX`] rows, `dense_mma` for at most `dense_mma_rows`. Returns
+    /// at most [`DENSE_ROWS_MAX`] rows, `dense_mma` in the passes that take it. Returns
     /// whether one ran.
     fn own_kernel(
         &self,
@@ -323,8 +324,8 @@ impl Ops<'_> {
             || self.dense_mma(layer, x, y, rows, bias, act)?)
     }
 
-    /// `y = act(x·Wᵀ (+ b))` in our `dense_mma` kernel (NVIDIA tensor cores) for at most
-    /// `dense_mma_rows` rows of a shape it takes. Returns whether it ran.
+    /// `y = act(x·Wᵀ (+ b))` in our `dense_mma` kernel (NVIDIA tensor cores), in a pass that
+    /// takes it and for a shape it takes. Returns whether it ran.
     fn dense_mma(
         &self,
         layer: &DenseGpu,
@@ -334,7 +335,7 @@ impl Ops<'_> {
         bias: bool,
         act: Activation,
     ) -> GpuResult<bool> {
-        if rows > self.dense_mma_rows {
+        if !self.dense_mma {
             return Ok(false);
         }
         let Some((kernel, launch)) = dense_mma_launch(rows, layer.outputs, layer.inputs)
