@@ -89,23 +89,31 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
   for (int c = 0; c < CHUNKS; ++c)
     #pragma unroll
     for (int j = 0; j < TILES; ++j) copy16(wb[c][j], w + (long)(col0 + 8 * j + g) * K + k_warp + 32 * c + 8 * tq);
-  // The weights are no kernel's output, so they load before the wait: with programmatic launch
-  // their DRAM round trip overlaps the previous kernel.
+  // The weights, the LayerNorm's gamma and beta and the input's bias are no kernel's output,
+  // so they load before the wait: with programmatic launch their round trips overlap the
+  // previous kernel, and after it only the rows themselves are loaded.
+  const int r = t / 16, sub = t % 16;
+  __align__(16) __half2 hb[ITERS][4], hg[ITERS][4], hbt[ITERS][4];
+  #pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int c = (sub + 16 * it) * 8;
+    if (x_bias) copy16(hb[it], x_bias + c);
+    copy16(hg[it], gamma + c);
+    copy16(hbt[it], beta + c);
+  }
   PRIOR_KERNELS_DONE();
 
   // 2. LayerNorm of the block's rows: 16 threads per row, chunks of 8 values strided by 16. All
   // loads are issued before the first value is used (a loop that converts as it loads waits for
   // L2 once per chunk), and the row stays in registers for the three passes.
   {
-    const int r = t / 16, sub = t % 16;
     const long base = (row0 + r) * K;
-    __align__(16) __half2 hx[ITERS][4], hs[ITERS][4], hb[ITERS][4];
+    __align__(16) __half2 hx[ITERS][4], hs[ITERS][4];
     #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int c = (sub + 16 * it) * 8;
       copy16(hx[it], x + base + c);
       copy16(hs[it], skip + base + c);
-      if (x_bias) copy16(hb[it], x_bias + c);
     }
     float v[ITERS][8];
     float sum = 0.f;
@@ -139,11 +147,12 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
     #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int c = (sub + 16 * it) * 8;
-      float gm[8], bt[8];
-      load8(gamma + c, gm);
-      load8(beta + c, bt);
       #pragma unroll
-      for (int j = 0; j < 8; ++j) v[it][j] = (v[it][j] - mean) * inv * gm[j] + bt[j];
+      for (int j = 0; j < 4; ++j) {
+        const float2 gm = __half22float2(hg[it][j]), bt = __half22float2(hbt[it][j]);
+        v[it][2 * j] = (v[it][2 * j] - mean) * inv * gm.x + bt.x;
+        v[it][2 * j + 1] = (v[it][2 * j + 1] - mean) * inv * gm.y + bt.y;
+      }
       store8(a + r * LDA + c, v[it]);
       if (blockIdx.x == 0) store8(normed + base + c, v[it]);
     }

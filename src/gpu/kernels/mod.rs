@@ -378,8 +378,9 @@ mod tests {
     /// With programmatic dependent launch a kernel may start before the previous one has
     /// finished, so each must wait for it before touching memory: `PRIOR_KERNELS_DONE()` as
     /// its first statement (a kernel without it would read or overwrite data too early), or,
-    /// in the kernels that load their weights first, after code that names none of the
-    /// activations (`x`, `y`, `skip`, `normed`, ...) the previous kernel may still write.
+    /// in the kernels that load their weights first (biases, gamma and beta included), after
+    /// code that names none of the activations (`x`, `y`, `skip`, `normed`, ...) the previous
+    /// kernel may still write.
     #[test]
     fn every_kernel_first_waits_for_the_prior_kernels() {
         let source = source();
@@ -408,7 +409,7 @@ mod tests {
                 + source[open..]
                     .find("PRIOR_KERNELS_DONE();")
                     .expect("a wait");
-            let activations = ["x", "y", "skip", "normed", "x_bias", "gamma", "beta"];
+            let activations = ["x", "y", "skip", "normed", "input", "out"];
             // The code before the wait, comments left out.
             let before: String = source[open..wait]
                 .lines()
