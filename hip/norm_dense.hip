@@ -2,8 +2,8 @@
 // residual LayerNorm before it.
 
 #if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
-// layer_norm_dense_mma. At batch 1 a layer is a chain of small dependent kernels of 2-4 µs each, weights in L2 or not
-// (measured: docs/performance.md), so the pass is bound by their number. This kernel is three of
+// layer_norm_dense_mma. At batch 1 a layer is a chain of small dependent kernels of 2-4 µs
+// each, weights in L2 or not (measured: docs/performance.md), so the pass is bound by their number. This kernel is three of
 // them in one: the residual LayerNorm, the dense layer that reads its output, and that layer's
 // bias and activation:
 //   normed = LN(alpha·(x + x_bias) + skip)        (x_bias may be null)
@@ -32,6 +32,18 @@
 // Row stride of the normalised rows in shared memory (halves): 64 bytes more than a row, so that
 // the 8 lanes of a quarter warp (two rows, four 16-byte columns) hit distinct banks.
 #define NORM_DENSE_LDA(k) ((k) + 32)
+
+// This warp's share of the block's 32 weight rows for mma_16816's B fragments: rows
+// col0 + 8j + g, 16 bytes at k = k_warp + 32c + 8·tq of each (the k permutation above).
+template <int K>
+static __device__ void load_weight_slice(u32 (*wb)[NORM_DENSE_COLS / 8][4], const __half* __restrict__ w,
+                                         int col0, int k_warp, int g, int tq) {
+  #pragma unroll
+  for (int c = 0; c < K / 256; ++c)
+    #pragma unroll
+    for (int j = 0; j < NORM_DENSE_COLS / 8; ++j)
+      copy16(wb[c][j], w + (long)(col0 + 8 * j + g) * K + k_warp + 32 * c + 8 * tq);
+}
 
 // The partial tiles of a block's 8 warps summed in shared memory, then bias and activation, two
 // outputs per thread; rows from m on (a last, partial row group) are not stored.
@@ -85,10 +97,7 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
 
   // 1. This warp's weights: rows col0 + 8j + g, 16 bytes per chunk.
   __align__(16) u32 wb[CHUNKS][TILES][4];
-  #pragma unroll
-  for (int c = 0; c < CHUNKS; ++c)
-    #pragma unroll
-    for (int j = 0; j < TILES; ++j) copy16(wb[c][j], w + (long)(col0 + 8 * j + g) * K + k_warp + 32 * c + 8 * tq);
+  load_weight_slice<K>(wb, w, col0, k_warp, g, tq);
   // The weights, the LayerNorm's gamma and beta and the input's bias are no kernel's output,
   // so they load before the wait: with programmatic launch their round trips overlap the
   // previous kernel, and after it only the rows themselves are loaded.
@@ -207,10 +216,7 @@ static __device__ void dense_mma_body(const __half* __restrict__ x, const __half
   const int col0 = blockIdx.x * NORM_DENSE_COLS, k_warp = warp * K_WARP;
 
   __align__(16) u32 wb[CHUNKS][TILES][4];
-  #pragma unroll
-  for (int c = 0; c < CHUNKS; ++c)
-    #pragma unroll
-    for (int j = 0; j < TILES; ++j) copy16(wb[c][j], w + (long)(col0 + 8 * j + g) * K + k_warp + 32 * c + 8 * tq);
+  load_weight_slice<K>(wb, w, col0, k_warp, g, tq);
   PRIOR_KERNELS_DONE();
 
   __align__(16) u32 lo[GROUPS][CHUNKS][4], hi[GROUPS][CHUNKS][4];

@@ -88,10 +88,11 @@
 
 // Programmatic dependent launch (NVIDIA sm_90 and newer, backend option `pdl`): a kernel launched
 // with it may start while the previous kernel of its stream still runs. Every kernel therefore
-// begins with PRIOR_KERNELS_DONE(): it waits until the previous kernel has finished and its writes
-// are visible (before reading what that kernel wrote or writing what it reads), then lets the
-// next kernel start launching, so that the launch overlaps this kernel's work. Without the launch
-// attribute, and on every other target, it costs nothing.
+// calls PRIOR_KERNELS_DONE() before it touches anything another kernel writes (first thing, or
+// after loading its weights, which no kernel writes): it waits until the previous kernel has
+// finished and its writes are visible, then lets the next kernel start launching, so that the
+// launch overlaps this kernel's work. Without the launch attribute, and on every other target,
+// it costs nothing.
 #if defined(GPU_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   #define PRIOR_KERNELS_DONE() \
     asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")

@@ -1,8 +1,9 @@
 //! Kernel launches with programmatic dependent launch (NVIDIA sm_90 and newer): the kernel may
 //! start while the previous kernel of the stream still runs, its blocks resident and waiting in
-//! `PRIOR_KERNELS_DONE()` (hip/prelude.h, the first statement of every kernel) until that kernel
-//! has finished. At small batches, where a pass is a chain of short dependent kernels, this
-//! overlaps each launch with the kernel before. cudarc's launch builder has no launch
+//! `PRIOR_KERNELS_DONE()` (hip/prelude.h: the first statement of every kernel, or the one after
+//! its weight loads) until that kernel has finished. At small batches, where a pass is a chain
+//! of short dependent kernels, this overlaps each launch, and the weight loads, with the kernel
+//! before. cudarc's launch builder has no launch
 //! attributes, so this calls `cuLaunchKernelEx` itself.
 
 use std::ffi::c_void;
