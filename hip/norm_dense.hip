@@ -18,8 +18,9 @@
 // block of a row group computes the same LayerNorm; those in the first column of blocks also
 // write it to `normed` (the residual stream of the next sublayer), which therefore must not alias
 // x or skip. Shapes: m and n multiples of 16 and 32; k (a template argument: one member per
-// width) 256, 512 or 768. (A 1024-wide member, BT4's FFN1, measured no faster than the three
-// kernels it replaces on the H100, at 254 registers a thread: docs/performance.md.)
+// width) 256, 512, 768 or 1024. Gamma, beta and x_bias are copied into shared memory before the
+// wait (cp.async: no registers held for them), which keeps the 1024-wide member below 255
+// registers without spills.
 //
 // The k order inside a 32-wide chunk is permuted the same way for A and B (a dot product does not
 // care): lane (g = lane/4, tq = lane%4) holds 16 contiguous bytes at k = 8·tq of a weight row and
@@ -28,10 +29,17 @@
 #define NORM_DENSE_THREADS 256
 #define NORM_DENSE_ROWS 16
 #define NORM_DENSE_COLS 32
-#define NORM_DENSE_MAX_K 768
+#define NORM_DENSE_MAX_K 1024
 // Row stride of the normalised rows in shared memory (halves): 64 bytes more than a row, so that
 // the 8 lanes of a quarter warp (two rows, four 16-byte columns) hit distinct banks.
 #define NORM_DENSE_LDA(k) ((k) + 32)
+// Byte offset of gamma, beta and x_bias (k halves each) in layer_norm_dense_mma's shared memory:
+// after the normalised rows or the 8 warps' fp32 partial tiles (which reuse the rows' space),
+// whichever is larger.
+#define NORM_DENSE_PARTIAL_BYTES (8 * NORM_DENSE_ROWS * (NORM_DENSE_COLS + 4) * 4)
+#define NORM_DENSE_ROW_BYTES(k) (NORM_DENSE_ROWS * NORM_DENSE_LDA(k) * 2)
+#define NORM_DENSE_PARAMS_OFFSET(k) \
+  (NORM_DENSE_ROW_BYTES(k) > NORM_DENSE_PARTIAL_BYTES ? NORM_DENSE_ROW_BYTES(k) : NORM_DENSE_PARTIAL_BYTES)
 
 // This warp's share of the block's 32 weight rows for mma_16816's B fragments: rows
 // col0 + 8j + g, 16 bytes at k = k_warp + 32c + 8·tq of each (the k permutation above).
@@ -82,7 +90,7 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
                                                  const __half* __restrict__ skip, const __half* __restrict__ gamma,
                                                  const __half* __restrict__ beta, float eps, const __half* __restrict__ w,
                                                  const __half* __restrict__ bias, int act, __half* __restrict__ y, int n) {
-  static_assert(K % 256 == 0 && K <= NORM_DENSE_MAX_K, "k: 256, 512 or 768");
+  static_assert(K % 256 == 0 && K <= NORM_DENSE_MAX_K, "k: 256, 512, 768 or 1024");
   constexpr int CHUNKS = K / 256;   // 32-wide k chunks per warp
   constexpr int ITERS = K / 128;    // chunks of 8 values per thread in the LayerNorm
   constexpr int TILES = NORM_DENSE_COLS / 8;
@@ -90,6 +98,7 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
   constexpr int K_WARP = K / 8;
   DYNAMIC_SHARED(float, shared_floats);
   __half* a = (__half*)shared_floats;  // [16][LDA]
+  __half* params = (__half*)((char*)shared_floats + NORM_DENSE_PARAMS_OFFSET(K));  // gamma, beta, x_bias
   const int t = threadIdx.x, lane = t % 32, warp = t / 32, g = lane / 4, tq = lane % 4;
   const long row0 = (long)blockIdx.y * NORM_DENSE_ROWS;
   const int col0 = blockIdx.x * NORM_DENSE_COLS;
@@ -100,21 +109,20 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
   load_weight_slice<K>(wb, w, col0, k_warp, g, tq);
   // The weights, the LayerNorm's gamma and beta and the input's bias are no kernel's output,
   // so they load before the wait: with programmatic launch their round trips overlap the
-  // previous kernel, and after it only the rows themselves are loaded.
-  const int r = t / 16, sub = t % 16;
-  __align__(16) __half2 hb[ITERS][4], hg[ITERS][4], hbt[ITERS][4];
-  #pragma unroll
-  for (int it = 0; it < ITERS; ++it) {
-    const int c = (sub + 16 * it) * 8;
-    if (x_bias) copy16(hb[it], x_bias + c);
-    copy16(hg[it], gamma + c);
-    copy16(hbt[it], beta + c);
+  // previous kernel, and after it only the rows themselves are loaded. The three vectors go
+  // straight to shared memory (read at the barrier below).
+  for (int c = 8 * t; c < K; c += 8 * NORM_DENSE_THREADS) {
+    copy16_async(params + c, gamma + c);
+    copy16_async(params + K + c, beta + c);
+    if (x_bias) copy16_async(params + 2 * K + c, x_bias + c);
   }
+  asm volatile("cp.async.commit_group;\n" ::);
   PRIOR_KERNELS_DONE();
 
   // 2. LayerNorm of the block's rows: 16 threads per row, chunks of 8 values strided by 16. All
   // loads are issued before the first value is used (a loop that converts as it loads waits for
   // L2 once per chunk), and the row stays in registers for the three passes.
+  const int r = t / 16, sub = t % 16;
   {
     const long base = (row0 + r) * K;
     __align__(16) __half2 hx[ITERS][4], hs[ITERS][4];
@@ -124,15 +132,20 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
       copy16(hx[it], x + base + c);
       copy16(hs[it], skip + base + c);
     }
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    __syncthreads();
     float v[ITERS][8];
     float sum = 0.f;
     #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       #pragma unroll
+      __align__(16) __half2 hb[4];
+      if (x_bias) copy16(hb, params + 2 * K + (sub + 16 * it) * 8);
+      #pragma unroll
       for (int j = 0; j < 4; ++j) {
         float2 in = __half22float2(hx[it][j]);
         if (x_bias) {
-          const float2 b = __half22float2(hb[it][j]);
+          const float2 b = __half22float2(hb[j]);
           in.x += b.x;
           in.y += b.y;
         }
@@ -156,9 +169,12 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
     #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int c = (sub + 16 * it) * 8;
+      __align__(16) __half2 hg[4], hbt[4];
+      copy16(hg, params + c);
+      copy16(hbt, params + K + c);
       #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const float2 gm = __half22float2(hg[it][j]), bt = __half22float2(hbt[it][j]);
+        const float2 gm = __half22float2(hg[j]), bt = __half22float2(hbt[j]);
         v[it][2 * j] = (v[it][2 * j] - mean) * inv * gm.x + bt.x;
         v[it][2 * j + 1] = (v[it][2 * j + 1] - mean) * inv * gm.y + bt.y;
       }
@@ -259,6 +275,7 @@ static __device__ void dense_mma_body(const __half* __restrict__ x, const __half
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k256(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<256>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k512(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<512>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k768(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<768>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+KERNEL void __launch_bounds__(NORM_DENSE_THREADS) layer_norm_dense_mma_k1024(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_mma_body<1024>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k256(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<256, 1>(x, w, bias, act, y, m, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k512(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<512, 1>(x, w, bias, act, y, m, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k768(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<768, 1>(x, w, bias, act, y, m, n); }

@@ -99,11 +99,11 @@ fn dense_mma_kernel_matches_f64() {
     kernels::check_dense_mma(&device());
 }
 
-/// The fused kernel inside the backend, which takes it at T82's width (not the bundled nets',
-/// nor BT4's 1024, which has no member and must fall back to the separate kernels): two-layer
-/// nets of both shapes against the cpu oracle, fused at every batch (`norm_dense=64`, with
-/// NaN-filled buffers and on the AMD path's attention and GEMMs too) and never
-/// (`norm_dense=0`).
+/// The fused kernel inside the backend: the LayerNorm after the attention with FFN1 where its
+/// grid fits one wave (T82 at batch 1), and the last LayerNorm of the first layer with the
+/// second layer's smolgen compression (T82 and BT4, up to the batch given): two-layer nets of
+/// both shapes against the cpu oracle, fused up to batch 64 (`norm_dense=64`, with NaN-filled
+/// buffers and on the AMD path's attention and GEMMs too) and never (`norm_dense=0`).
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn fused_layer_norm_dense_in_the_backend_matches_cpu() {

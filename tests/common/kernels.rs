@@ -411,8 +411,9 @@ pub fn check_warp_layer_norm(device: &dyn GpuDevice) {
 
 /// The fused LayerNorm + dense kernel (`layer_norm_dense_mma`, NVIDIA only): `normed` against
 /// LayerNorm in f64, and `y` against the dense layer and activation in f64 applied to that
-/// reference rounded to fp16 (the kernel's A operand is fp16), at T82's FFN1 shape and smaller
-/// ones of every width, with and without the input's bias.
+/// reference rounded to fp16 (the kernel's A operand is fp16), at T82's and BT4's FFN1 shapes,
+/// the smolgen compression after the second LayerNorm (32 outputs) and smaller ones of every
+/// width, with and without the input's bias.
 pub fn check_norm_dense(device: &dyn GpuDevice) {
     use lc0rs::gpu::kernels::norm_dense_launch;
     for (case, &(m, n, k, act, with_bias)) in [
@@ -420,6 +421,9 @@ pub fn check_norm_dense(device: &dyn GpuDevice) {
         (256, 1536, 768, Activation::Mish, true),
         (32, 64, 256, Activation::Identity, false),
         (16, 96, 512, Activation::Relu2, true),
+        (64, 1536, 1024, Activation::Mish, true),
+        (128, 32, 1024, Activation::Identity, true),
+        (64, 32, 768, Activation::Identity, false),
     ]
     .iter()
     .enumerate()

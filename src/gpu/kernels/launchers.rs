@@ -304,6 +304,7 @@ launchers! { CUDA_ONLY;
         K256 = layer_norm_dense_mma_k256,
         K512 = layer_norm_dense_mma_k512,
         K768 = layer_norm_dense_mma_k768,
+        K1024 = layer_norm_dense_mma_k1024,
     ](
         normed: DevicePtr,
         x: DevicePtr,

@@ -217,18 +217,21 @@ pub const NORM_DENSE_THREADS: u32 = 256;
 
 /// The member of `layer_norm_dense_mma` and its launch for `m` rows, `n` outputs and `k`
 /// inputs, or `None` where no member takes the shape (m and n multiples of the block, k one of
-/// 256, 512, 768). Shared memory: the block's normalised rows as fp16 with a 32-value pad
-/// per row, or the 8 warps' fp32 partial tiles, whichever is larger.
+/// 256, 512, 768, 1024). Shared memory: the block's normalised rows as fp16 with a 32-value pad
+/// per row, or the 8 warps' fp32 partial tiles, whichever is larger, then gamma, beta and the
+/// input's bias (k halves each).
 pub fn norm_dense_launch(m: usize, n: usize, k: usize) -> Option<(NormDense, Launch)> {
     let kernel = match k {
         256 => NormDense::K256,
         512 => NormDense::K512,
         768 => NormDense::K768,
+        1024 => NormDense::K1024,
         _ => return None,
     };
     let fits = m.is_multiple_of(NORM_DENSE_ROWS) && n.is_multiple_of(NORM_DENSE_COLS) && m > 0;
     let rows = NORM_DENSE_ROWS * (k + 32) * 2;
     let partials = 8 * NORM_DENSE_ROWS * (NORM_DENSE_COLS + 4) * 4;
+    let params = 3 * k * 2;
     fits.then_some(kernel).zip(Some(Launch {
         grid: [
             (n / NORM_DENSE_COLS) as u32,
@@ -236,7 +239,7 @@ pub fn norm_dense_launch(m: usize, n: usize, k: usize) -> Option<(NormDense, Lau
             1,
         ],
         block: [NORM_DENSE_THREADS, 1, 1],
-        shared_bytes: rows.max(partials) as u32,
+        shared_bytes: (rows.max(partials) + params) as u32,
     }))
 }
 
@@ -313,18 +316,25 @@ mod tests {
         let (kernel, t82_ffn1) = norm_dense_launch(64, 1024, 768).expect("T82's FFN1 at batch 1");
         assert_eq!(kernel.name(), "layer_norm_dense_mma_k768");
         assert_eq!(t82_ffn1.grid, [32, 4, 1]);
-        // 16 rows of 768 + 32 halves (24,576 bytes) against 8·16·36 floats (18,432).
-        assert_eq!(t82_ffn1.shared_bytes, 16 * 800 * 2);
+        // 16 rows of 768 + 32 halves (24,576 bytes) against 8·16·36 floats (18,432), then
+        // gamma, beta and the input's bias (3 · 768 halves).
+        assert_eq!(t82_ffn1.shared_bytes, 16 * 800 * 2 + 3 * 768 * 2);
         assert_eq!(
             norm_dense_launch(64, 64, 256).unwrap().1.shared_bytes,
-            18_432
+            18_432 + 3 * 256 * 2
         );
         assert_eq!(norm_dense_launch(64, 1536, 512).unwrap().0, NormDense::K512);
+        // BT4's FFN1 and the smolgen compression after its second LayerNorm.
+        let (kernel, bt4_ffn1) = norm_dense_launch(64, 1536, 1024).expect("BT4's FFN1");
+        assert_eq!(kernel, NormDense::K1024);
+        assert_eq!(bt4_ffn1.grid, [48, 4, 1]);
+        assert_eq!(bt4_ffn1.shared_bytes, 16 * 1056 * 2 + 3 * 1024 * 2);
+        assert_eq!(norm_dense_launch(128, 32, 1024).unwrap().1.grid, [1, 8, 1]);
         for (m, n, k) in [
             (8, 1024, 768),
             (64, 1000, 768),
             (64, 1024, 640),
-            (64, 1536, 1024),
+            (64, 1536, 1280),
         ] {
             assert!(norm_dense_launch(m, n, k).is_none(), "{m}x{n}x{k}");
         }

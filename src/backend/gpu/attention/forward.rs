@@ -3,6 +3,7 @@
 
 use super::weights::{EncoderGpu, HeadGpu, NetworkGpu, NormGpu};
 use super::{Buffers, Shapes};
+use crate::backend::gpu::dense::DenseGpu;
 use crate::backend::gpu::ops::{
     Cost, HALF, IoBuffers, Ops, ROW_THREADS, SQUARES, finish_value, linear_cost, pass_cost,
 };
@@ -23,6 +24,16 @@ fn block_threads_for_row(cols: usize) -> u32 {
     if cols > WIDE_ROW { 1024 } else { ROW_THREADS }
 }
 
+/// The residual LayerNorm that ends a layer (`x = LN2(skip + alpha·(tmp + bias))`), left to the
+/// next layer's smolgen compression: at small batches `layer_norm_dense_mma` normalises the rows
+/// it reads, writes them to `x` and compresses them, one kernel instead of two.
+#[derive(Clone, Copy)]
+pub struct PendingNorm<'w> {
+    bias: Option<DevicePtr>,
+    ln: &'w NormGpu,
+    skip: DevicePtr,
+}
+
 /// Enqueues one forward pass of `batch` positions whose inputs are already on the device.
 pub struct Forward<'a> {
     pub ops: Ops<'a>,
@@ -39,7 +50,7 @@ pub struct Forward<'a> {
     pub norm_dense_max_batch: usize,
 }
 
-impl Forward<'_> {
+impl<'a> Forward<'a> {
     fn op(
         &self,
         op: &'static str,
@@ -143,9 +154,14 @@ impl Forward<'_> {
         let embedding =
             linear_cost(&net.embedding, rows) + pass_cost(rows * self.shapes.input_width, 0);
         self.op("embedding", None, embedding, || self.embed(batch))?;
+        let mut ln2 = None;
         for layer in 0..net.encoders.len() {
-            self.encoder(layer, batch)?;
+            ln2 = self.encoder_then(layer, batch, ln2, true)?;
         }
+        debug_assert!(
+            ln2.is_none(),
+            "no layer after the last to take its LayerNorm"
+        );
         let p = &net.policy;
         let (b, act) = (self.buffers, self.format.default_activation);
         self.op("policy head", None, p.cost(batch), || {
@@ -247,24 +263,54 @@ impl Forward<'_> {
         Ok(())
     }
 
+    /// Encoder layer `index`, its residual stream complete in `x` when it returns.
     pub fn encoder(&self, index: usize, batch: usize) -> GpuResult<()> {
+        self.encoder_then(index, batch, None, false).map(|_| ())
+    }
+
+    /// Encoder layer `index`, first finishing the previous layer's `ln2` where that layer left
+    /// it to this one. With `defer_ln2` this layer leaves its own last LayerNorm to the next
+    /// layer where that one can take it (and returns it); otherwise it runs it.
+    fn encoder_then(
+        &self,
+        index: usize,
+        batch: usize,
+        ln2: Option<PendingNorm<'a>>,
+        defer_ln2: bool,
+    ) -> GpuResult<Option<PendingNorm<'a>>> {
         let (b, s) = (self.buffers, self.shapes);
         let layer = &self.net.encoders[index];
         let rows = batch * SQUARES;
         let x = b.x.ptr();
+        let l = Some(index);
+        let fused_ln2 =
+            ln2.and_then(|ln2| Some(ln2).zip(self.norm_compress_launch(index, batch, ln2.skip)));
+        if let (Some(ln2), None) = (ln2, fused_ln2) {
+            self.op("residual+ln2", l, pass_cost(rows * s.embedding, 2), || {
+                self.residual_norm(ln2.bias, ln2.ln, ln2.skip, rows)
+            })?;
+        }
         let bias = match (&layer.smolgen, &b.smolgen, &self.net.smolgen_weight_gen) {
             (Some(sg), Some([compressed, h1, h2, bias]), Some(weight_gen)) => {
                 let act = self.format.smolgen_activation;
-                let l = Some(index);
-                self.op(
-                    "smolgen compress",
-                    l,
-                    linear_cost(&sg.compress, rows),
-                    || {
-                        self.ops
-                            .linear(&sg.compress, x, compressed.ptr(), rows, false)
-                    },
-                )?;
+                match fused_ln2 {
+                    Some((ln2, fused)) => {
+                        let cost =
+                            pass_cost(rows * s.embedding, 3) + linear_cost(&sg.compress, rows);
+                        self.op("ln2+smolgen compress", l, cost, || {
+                            self.norm_compress(fused, ln2, &sg.compress, compressed.ptr())
+                        })?
+                    }
+                    None => self.op(
+                        "smolgen compress",
+                        l,
+                        linear_cost(&sg.compress, rows),
+                        || {
+                            self.ops
+                                .linear(&sg.compress, x, compressed.ptr(), rows, false)
+                        },
+                    )?,
+                }
                 let dense = linear_cost(&sg.dense1, batch) + linear_cost(&sg.dense2, batch);
                 let norms = pass_cost(batch * sg.dense1.outputs, 1)
                     + pass_cost(batch * sg.dense2.outputs, 1);
@@ -309,7 +355,6 @@ impl Forward<'_> {
             }
             _ => None,
         };
-        let l = Some(index);
         // The portable attention adds the QKV bias as it loads Q, K and V: on the BLAS path
         // (no bias epilogue) that saves a pass over the QKV output, and on Lt it costs nothing.
         let bias_in_attention = matches!(self.attention, AttentionKernel::Portable(_));
@@ -401,22 +446,91 @@ impl Forward<'_> {
             self.ops
                 .linear(&layer.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)
         })?;
+        let ln2 = PendingNorm {
+            bias: layer.ffn2.bias(),
+            ln: &layer.ln2,
+            skip: normed,
+        };
+        if defer_ln2
+            && self
+                .norm_compress_launch(index + 1, batch, normed)
+                .is_some()
+        {
+            return Ok(Some(ln2));
+        }
         self.op("residual+ln2", l, pass_cost(rows * s.embedding, 2), || {
-            self.residual_norm(layer.ffn2.bias(), &layer.ln2, normed, rows)
-        })
+            self.residual_norm(ln2.bias, ln2.ln, ln2.skip, rows)
+        })?;
+        Ok(None)
+    }
+
+    /// The fused LayerNorm + dense kernel and its launch for layer `index`'s smolgen compression
+    /// taking the previous layer's last LayerNorm, where it runs: a layer with smolgen, the
+    /// batch and shapes the fused kernel takes, and the previous layer's residual stream in a
+    /// buffer other than `x` (`skip`: the kernel writes `x` and must not read it).
+    fn norm_compress_launch(
+        &self,
+        index: usize,
+        batch: usize,
+        skip: DevicePtr,
+    ) -> Option<(NormDense, Launch)> {
+        let compress = &self.net.encoders.get(index)?.smolgen.as_ref()?.compress;
+        let usable = batch <= self.norm_dense_max_batch
+            && skip != self.buffers.x.ptr()
+            && self.buffers.smolgen.is_some()
+            && self.net.smolgen_weight_gen.is_some();
+        norm_dense_launch(batch * SQUARES, compress.outputs, self.shapes.embedding)
+            .filter(|(kernel, _)| usable && self.ops.device.has_kernel(kernel.name()))
+    }
+
+    /// `x = LN2(skip + alpha·(tmp + bias))` of the previous layer and `compressed = x·Wᵀ` of
+    /// this layer's smolgen in one kernel (no bias: the compression has none, as in `linear`
+    /// above, which leaves it out).
+    fn norm_compress(
+        &self,
+        (kernel, launch): (NormDense, Launch),
+        ln2: PendingNorm<'_>,
+        compress: &DenseGpu,
+        compressed: DevicePtr,
+    ) -> GpuResult<()> {
+        let b = self.buffers;
+        launchers::layer_norm_dense_mma(
+            self.ops.device,
+            kernel,
+            launch,
+            b.x.ptr(),
+            b.tmp.ptr(),
+            ln2.bias,
+            self.alpha,
+            ln2.skip,
+            ln2.ln.gamma.ptr(),
+            ln2.ln.beta.ptr(),
+            ln2.ln.eps,
+            compress.w.ptr(),
+            None,
+            activation_code(Activation::Identity),
+            compressed,
+            compress.outputs as i32,
+        )
     }
 
     /// The fused LayerNorm + FFN1 kernel and its launch for `batch` positions, where it runs:
-    /// a batch of at most `norm_dense_max_batch`, shapes it takes, a device that has it, and room
+    /// a batch of at most `norm_dense_max_batch`, shapes it takes, a device that has it, room
     /// for the normalised rows in the QKV buffer (free between attention and the next layer's
-    /// QKV GEMM).
+    /// QKV GEMM), and a grid of at most one block per multiprocessor. Its members take more than
+    /// 128 registers a thread (one block of 256 threads per multiprocessor): BT4's FFN1 at batch
+    /// 1 is 192 blocks, two waves on an H100, and measured slower fused than separate
+    /// (docs/performance.md).
     fn norm_dense_launch(&self, batch: usize) -> Option<(NormDense, Launch)> {
         let s = self.shapes;
         if batch > self.norm_dense_max_batch || 3 * s.d_model < s.embedding {
             return None;
         }
-        norm_dense_launch(batch * SQUARES, s.dff, s.embedding)
-            .filter(|(kernel, _)| self.ops.device.has_kernel(kernel.name()))
+        let multiprocessors = self.ops.device.info().multiprocessors;
+        norm_dense_launch(batch * SQUARES, s.dff, s.embedding).filter(|(kernel, launch)| {
+            launch.grid[0] * launch.grid[1] <= multiprocessors
+                && self.ops.device.has_kernel(kernel.name())
+        })
     }
 
     /// `normed = LN1(x + alpha·(tmp + out bias))` and `hidden = act(normed·W1ᵀ + b1)` in one
