@@ -99,17 +99,6 @@ fn dense_mma_kernel_matches_f64() {
     kernels::check_dense_mma(&device());
 }
 
-#[test]
-#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
-fn dense_cluster_kernel_matches_f64() {
-    let device = device();
-    if !lc0rs::gpu::GpuDevice::has_kernel(&device, "dense_cluster_k768") {
-        eprintln!("no thread-block clusters on this GPU (they need sm_90): not checked");
-        return;
-    }
-    kernels::check_dense_cluster(&device);
-}
-
 /// The fused kernel inside the backend: the LayerNorm after the attention with FFN1 where its
 /// grid fits one wave (T82 at batch 1), and the last LayerNorm of the first layer with the
 /// second layer's smolgen compression (T82 and BT4, up to the batch given): two-layer nets of
@@ -132,8 +121,6 @@ fn fused_layer_norm_dense_in_the_backend_matches_cpu() {
                 "norm_dense=0",
                 "dense_mma=64,poison=true",
                 "dense_mma=64,pdl=64,poison=true",
-                "dense_cluster=64,pdl=64,poison=true",
-                "dense_cluster=0",
             ],
         );
     }
@@ -161,8 +148,7 @@ fn programmatic_launch_matches_cpu() {
         "pdl=1024,graph=false",
         "pdl=1024,gemm=blas,attention=portable,poison=true",
         "pdl=1024,dense_mma=64,poison=true",
-        "pdl=1024,dense_cluster=64,poison=true",
-        "pdl=0,dense_mma=0,dense_cluster=0",
+        "pdl=0,dense_mma=0",
     ];
     use lc0rs::netgen::{generate, generate_tower, preset, tower_preset};
     check_backend_against_cpu("cuda-fp16", "tiny", &bundled("bundled:tiny"), &sets);

@@ -5,7 +5,7 @@
 use half::f16;
 use lc0rs::gpu::kernels::launchers;
 use lc0rs::gpu::kernels::{AttentionKernel, activation_code};
-use lc0rs::gpu::{DevicePtr, GpuBuffer, GpuDevice, Launch};
+use lc0rs::gpu::{GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
 use super::gpu::{activate_f64, layer_norm_error, layer_norm_f64, worse};
@@ -503,7 +503,7 @@ pub fn check_norm_dense(device: &dyn GpuDevice) {
 /// (the output buffer is poisoned up to the end of the last block's 64 rows).
 pub fn check_dense_mma(device: &dyn GpuDevice) {
     use lc0rs::gpu::kernels::dense_mma_launch;
-    let cases = [
+    for (case, &(m, n, k, act, with_bias)) in [
         (64usize, 2304usize, 768usize, Activation::Identity, true),
         (64, 768, 1024, Activation::Identity, true),
         (24, 4096, 256, Activation::Identity, false),
@@ -514,87 +514,31 @@ pub fn check_dense_mma(device: &dyn GpuDevice) {
         // Wide layers: 4 row groups a block (T82's QKV above; here 40 of 64 rows), 2 (BT4's QKV).
         (40, 2304, 768, Activation::Identity, true),
         (100, 3072, 1024, Activation::Identity, true),
-    ];
-    check_small_dense(device, "dense_mma", 700, &cases, |shape, args| {
-        let (kernel, launch) = dense_mma_launch(shape.0, shape.1, shape.2).expect("a shape");
-        let (x, w, bias, act, y) = args;
-        launchers::dense_mma(
-            device,
-            kernel,
-            launch,
-            x,
-            w,
-            bias,
-            act,
-            y,
-            shape.0 as i32,
-            shape.1 as i32,
-        )
-    });
-}
-
-/// The small-batch dense kernel split over the k slices of a thread-block cluster
-/// (`dense_cluster`, NVIDIA sm_90 and newer) against the dense layer and activation in f64:
-/// T82's QKV, out projection and FFN2 and BT4's QKV at batch 1, and row counts that leave the
-/// last 64-row group partial (its missing rows poisoned and left untouched).
-pub fn check_dense_cluster(device: &dyn GpuDevice) {
-    use lc0rs::gpu::kernels::dense_cluster_launch;
-    let cases = [
-        (64usize, 2304usize, 768usize, Activation::Identity, true),
-        (64, 768, 768, Activation::Identity, true),
-        (64, 768, 1024, Activation::Identity, false),
-        (64, 3072, 1024, Activation::Identity, true),
-        (40, 1536, 1024, Activation::Mish, true),
-        (130, 1024, 768, Activation::Relu2, true),
-        (7, 64, 768, Activation::Swish, true),
-    ];
-    check_small_dense(device, "dense_cluster", 800, &cases, |shape, args| {
-        let (kernel, launch) = dense_cluster_launch(shape.0, shape.1, shape.2).expect("a shape");
-        let (x, w, bias, act, y) = args;
-        launchers::dense_cluster(
-            device,
-            kernel,
-            launch,
-            x,
-            w,
-            bias,
-            act,
-            y,
-            shape.0 as i32,
-            shape.1 as i32,
-        )
-    });
-}
-
-/// The arguments of a small dense kernel: x, W, bias, activation code, y.
-type DenseArgs = (DevicePtr, DevicePtr, Option<DevicePtr>, i32, DevicePtr);
-
-/// Runs `launch` on fresh random x, W and bias for each (m, n, k, activation, with bias) case,
-/// the output poisoned up to the end of the last 64-row group, and compares every output with
-/// the layer in f64; rows from m on must stay poisoned.
-fn check_small_dense(
-    device: &dyn GpuDevice,
-    name: &str,
-    seed0: u64,
-    cases: &[(usize, usize, usize, Activation, bool)],
-    launch: impl Fn((usize, usize, usize), DenseArgs) -> lc0rs::gpu::GpuResult<()>,
-) {
-    for (case, &(m, n, k, act, with_bias)) in cases.iter().enumerate() {
-        let seed = seed0 + case as u64;
+    ]
+    .iter()
+    .enumerate()
+    {
+        let seed = 700 + case as u64;
         let x = random_f16(m * k, seed, 1.0);
         let w = random_f16(n * k, seed + 1, 0.05);
         let bias = random_f16(n, seed + 2, 0.5);
         let gpu = [&x, &w, &bias].map(|v| upload(device, v));
         let padded = m.next_multiple_of(64);
         let y = poisoned(device, padded * n);
-        let args = (
+        let (kernel, launch) = dense_mma_launch(m, n, k).expect("a supported shape");
+        launchers::dense_mma(
+            device,
+            kernel,
+            launch,
             gpu[0].ptr(),
             gpu[1].ptr(),
             with_bias.then(|| gpu[2].ptr()),
             activation_code(act),
             y.ptr(),
-        );
-        launch((m, n, k), args).unwrap();
+            m as i32,
+            n as i32,
+        )
+        .unwrap();
         let got = download(device, &y, padded * n);
         let mut worst = 0.0f64;
         for r in 0..m {
@@ -609,14 +553,8 @@ fn check_small_dense(
             }
         }
         let written_past = got[m * n..].iter().filter(|v| !v.is_nan()).count();
-        assert_eq!(
-            written_past, 0,
-            "{name} case {case}: values written past row {m}"
-        );
-        assert!(
-            worst < 4e-3,
-            "{name} case {case}: max relative error {worst}"
-        );
-        eprintln!("{name} case {case} ({m}x{n}x{k}, {act:?}): max error {worst:.2e}");
+        assert_eq!(written_past, 0, "case {case}: values written past row {m}");
+        assert!(worst < 4e-3, "case {case}: max relative error {worst}");
+        eprintln!("dense_mma case {case} ({m}x{n}x{k}, {act:?}): max error {worst:.2e}");
     }
 }

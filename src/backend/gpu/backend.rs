@@ -169,8 +169,7 @@ impl<P: NetworkPass> GpuBackend<P> {
     }
 
     /// How the operations of a pass of `batch` positions on `device` run: the GEMM path, whether
-    /// our `dense_cluster` or `dense_mma` takes its dense layers, and (set on the device)
-    /// programmatic launch.
+    /// our `dense_mma` takes its dense layers, and (set on the device) programmatic launch.
     fn ops<'a>(
         &self,
         device: &'a dyn GpuDevice,
@@ -182,7 +181,6 @@ impl<P: NetworkPass> GpuBackend<P> {
             device,
             gemm: self.gemm,
             dense_mma: batch <= self.options.dense_mma_max_batch,
-            dense_cluster: batch <= self.options.dense_cluster_max_batch,
             profile,
         }
     }

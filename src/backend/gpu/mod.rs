@@ -66,10 +66,6 @@ pub struct GpuOptions {
     /// it and the shape fits, instead of a library GEMM (`dense_mma=N`, 0: never; default
     /// [`DEFAULT_DENSE_MMA_MAX_BATCH`]).
     pub dense_mma_max_batch: usize,
-    /// The largest batch whose dense layers run in our `dense_cluster` kernel (NVIDIA sm_90 and
-    /// newer) where the shape fits, before `dense_mma` (`dense_cluster=N`, 0: never; default
-    /// [`DEFAULT_DENSE_CLUSTER_MAX_BATCH`]).
-    pub dense_cluster_max_batch: usize,
     /// The largest batch whose kernels launch with programmatic dependent launch on NVIDIA
     /// sm_90 and newer (`pdl=N`, 0: never; default [`DEFAULT_PDL_MAX_BATCH`]): each kernel may
     /// start while the one before runs, and those that can load their weights before they
@@ -89,9 +85,6 @@ pub const DEFAULT_NORM_DENSE_MAX_BATCH: usize = 1;
 /// lose. Without programmatic launch (GPUs before sm_90) it measured as fast as cuBLASLt at
 /// batch 1 (on the H100: `docs/performance.md`).
 pub const DEFAULT_DENSE_MMA_MAX_BATCH: usize = 1;
-
-/// Up to which batch size dense layers run in `dense_cluster` by default.
-pub const DEFAULT_DENSE_CLUSTER_MAX_BATCH: usize = 1;
 
 /// Up to which batch size kernels launch with programmatic dependent launch by default (faster
 /// at batch 1–8 on the H100, not at 64 and above: `docs/performance.md`).
@@ -158,9 +151,6 @@ impl GpuOptions {
             dense_mma_max_batch: options
                 .get::<usize>(backend, "dense_mma")?
                 .unwrap_or(DEFAULT_DENSE_MMA_MAX_BATCH),
-            dense_cluster_max_batch: options
-                .get::<usize>(backend, "dense_cluster")?
-                .unwrap_or(DEFAULT_DENSE_CLUSTER_MAX_BATCH),
             programmatic_max_batch: options
                 .get::<usize>(backend, "pdl")?
                 .unwrap_or(DEFAULT_PDL_MAX_BATCH),

@@ -10,8 +10,7 @@ use half::f16;
 use crate::chess::InputPlanes;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::{
-    DENSE_ROWS_MAX, activation_code, dense_cluster_launch, dense_mma_launch, dense_rows_splits,
-    launchers,
+    DENSE_ROWS_MAX, activation_code, dense_mma_launch, dense_rows_splits, launchers,
 };
 use crate::gpu::{DevicePtr, Epilogue, GemmPath, GpuBuffer, GpuDevice, GpuResult, Launch, Linear};
 use crate::weights::format::Activation;
@@ -193,9 +192,6 @@ pub struct Ops<'a> {
     /// Whether dense layers run in our `dense_mma` kernel where it fits (passes of at most
     /// `dense_mma=N` positions).
     pub dense_mma: bool,
-    /// Whether dense layers run in our `dense_cluster` kernel where it fits (passes of at most
-    /// `dense_cluster=N` positions), before `dense_mma`.
-    pub dense_cluster: bool,
     /// With `Some`, every operation is bracketed by marks.
     pub profile: Option<&'a OpEvents>,
 }
@@ -313,8 +309,8 @@ impl Ops<'_> {
     }
 
     /// `y = act(x·Wᵀ (+ b))` in one of our kernels where one takes the shape: `dense_rows` for
-    /// at most [`DENSE_ROWS_MAX`] rows, else `dense_cluster` or `dense_mma` in the passes that
-    /// take them. Returns whether one ran.
+    /// at most [`DENSE_ROWS_MAX`] rows, `dense_mma` in the passes that take it. Returns
+    /// whether one ran.
     fn own_kernel(
         &self,
         layer: &DenseGpu,
@@ -325,42 +321,7 @@ impl Ops<'_> {
         act: Activation,
     ) -> GpuResult<bool> {
         Ok(self.dense_rows(layer, x, y, rows, bias, act)?
-            || self.dense_cluster(layer, x, y, rows, bias, act)?
             || self.dense_mma(layer, x, y, rows, bias, act)?)
-    }
-
-    /// `y = act(x·Wᵀ (+ b))` in our `dense_cluster` kernel (NVIDIA sm_90 clusters), in a pass
-    /// that takes it and for a shape it takes. Returns whether it ran.
-    fn dense_cluster(
-        &self,
-        layer: &DenseGpu,
-        x: DevicePtr,
-        y: DevicePtr,
-        rows: usize,
-        bias: bool,
-        act: Activation,
-    ) -> GpuResult<bool> {
-        if !self.dense_cluster {
-            return Ok(false);
-        }
-        let Some((kernel, launch)) = dense_cluster_launch(rows, layer.outputs, layer.inputs)
-            .filter(|(kernel, _)| self.device.has_kernel(kernel.name()))
-        else {
-            return Ok(false);
-        };
-        launchers::dense_cluster(
-            self.device,
-            kernel,
-            launch,
-            x,
-            layer.w.ptr(),
-            if bias { layer.bias() } else { None },
-            activation_code(act),
-            y,
-            rows as i32,
-            layer.outputs as i32,
-        )?;
-        Ok(true)
     }
 
     /// `y = act(x·Wᵀ (+ b))` in our `dense_mma` kernel (NVIDIA tensor cores), in a pass that

@@ -344,24 +344,6 @@ launchers! { CUDA_ONLY;
     );
 }
 
-launchers! { CUDA_CLUSTER;
-    /// `y = act(x·Wᵀ + bias)` on NVIDIA tensor cores for a few rows, each cluster of 8 blocks
-    /// (sm_90 and newer) splitting k and summing its partial tiles through distributed shared
-    /// memory (see `dense_cluster_launch`). The member is the input width k.
-    dense_cluster [DenseCluster:
-        K768 = dense_cluster_k768,
-        K1024 = dense_cluster_k1024,
-    ](
-        x: DevicePtr,
-        w: DevicePtr,
-        bias: Option<DevicePtr>,
-        act: i32,
-        y: DevicePtr,
-        m: i32,
-        n: i32,
-    );
-}
-
 /// Every declared entry point of `signatures`.
 pub fn entry_points(
     signatures: &'static [&'static [KernelSignature]],
@@ -374,17 +356,12 @@ mod tests {
     use super::*;
     use crate::gpu::kernels::source;
 
-    /// The declaration after `KERNEL void ` without its `__launch_bounds__(…) ` and
-    /// `__cluster_dims__(…) ` where it has them.
+    /// The declaration after `KERNEL void ` without its `__launch_bounds__(…) ` if it has one.
     fn without_launch_bounds(declaration: &str) -> &str {
-        ["__launch_bounds__(", "__cluster_dims__("]
-            .iter()
-            .fold(declaration, |rest, attribute| {
-                match rest.strip_prefix(attribute) {
-                    Some(rest) => rest.split_once(") ").expect("a closed attribute").1,
-                    None => rest,
-                }
-            })
+        match declaration.strip_prefix("__launch_bounds__(") {
+            Some(rest) => rest.split_once(") ").expect("closed launch bounds").1,
+            None => declaration,
+        }
     }
 
     /// Every `KERNEL void [__launch_bounds__(…)] name(params)` of the kernel sources: its name
@@ -446,7 +423,6 @@ mod tests {
         let declared = declared_kernels(&source());
         let launchers: Vec<_> = entry_points(SHARED)
             .chain(entry_points(CUDA_ONLY))
-            .chain(entry_points(CUDA_CLUSTER))
             .collect();
         assert_eq!(
             declared.len(),
@@ -489,7 +465,7 @@ mod tests {
             let at = declared_at(signature.name);
             assert!(!is_guarded(at), "{}", signature.name);
         }
-        for signature in entry_points(CUDA_ONLY).chain(entry_points(CUDA_CLUSTER)) {
+        for signature in entry_points(CUDA_ONLY) {
             let at = declared_at(signature.name);
             assert!(is_guarded(at), "{}", signature.name);
         }

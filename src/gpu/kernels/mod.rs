@@ -3,25 +3,19 @@
 
 pub mod launchers;
 
-use self::launchers::{
-    DenseCluster, DenseMma, LayerNormWarp, NormDense, PortableAttention, TensorCoreAttention,
-};
+use self::launchers::{DenseMma, LayerNormWarp, NormDense, PortableAttention, TensorCoreAttention};
 use super::Launch;
 use crate::weights::format::Activation;
 
 /// The kernel files of `hip/` by job, in the order they form one translation unit after the
 /// prelude (`.ci/run` lists the same for hipcc).
-pub const KERNEL_FILES: [(&str, &str); 8] = [
+pub const KERNEL_FILES: [(&str, &str); 7] = [
     ("kernels.hip", include_str!("../../../hip/kernels.hip")),
     ("norms.hip", include_str!("../../../hip/norms.hip")),
     ("attention.hip", include_str!("../../../hip/attention.hip")),
     (
         "norm_dense.hip",
         include_str!("../../../hip/norm_dense.hip"),
-    ),
-    (
-        "dense_cluster.hip",
-        include_str!("../../../hip/dense_cluster.hip"),
     ),
     (
         "attention_baselines.hip",
@@ -50,16 +44,6 @@ pub fn cuda_only_kernel_names() -> impl Iterator<Item = &'static str> {
     launchers::entry_points(launchers::CUDA_ONLY).map(|k| k.name)
 }
 
-/// NVIDIA-only kernels that need thread-block clusters, compiled under `GPU_CUDA` from
-/// [`CUDA_CLUSTER_MIN_ARCH`].
-pub fn cuda_cluster_kernel_names() -> impl Iterator<Item = &'static str> {
-    launchers::entry_points(launchers::CUDA_CLUSTER).map(|k| k.name)
-}
-
-/// The first compute capability (×10) with thread-block clusters and distributed shared
-/// memory: sm_90.
-pub const CUDA_CLUSTER_MIN_ARCH: u32 = 90;
-
 /// The first compute capability (×10) with the instructions of the tensor-core kernels
 /// (`mma.sync` m16n8k16 in fp16 with fp32 accumulation, `ldmatrix`, `cp.async`): sm_80.
 pub const CUDA_TENSOR_CORE_MIN_ARCH: u32 = 80;
@@ -69,10 +53,8 @@ pub const CUDA_TENSOR_CORE_MIN_ARCH: u32 = 80;
 /// attention).
 pub fn cuda_kernel_names(arch: u32) -> Vec<&'static str> {
     let tensor_cores = arch >= CUDA_TENSOR_CORE_MIN_ARCH;
-    let clusters = arch >= CUDA_CLUSTER_MIN_ARCH;
     shared_kernel_names()
         .chain(cuda_only_kernel_names().filter(|_| tensor_cores))
-        .chain(cuda_cluster_kernel_names().filter(|_| clusters))
         .collect()
 }
 
@@ -261,44 +243,6 @@ pub fn norm_dense_launch(m: usize, n: usize, k: usize) -> Option<(NormDense, Lau
     }))
 }
 
-/// Blocks of a `dense_cluster` cluster (each a k slice), the rows and outputs the cluster
-/// shares (`DENSE_CLUSTER`, `DENSE_CLUSTER_ROWS`, `DENSE_CLUSTER_COLS` in
-/// hip/dense_cluster.hip), and its threads.
-pub const DENSE_CLUSTER: usize = 8;
-pub const DENSE_CLUSTER_ROWS: usize = 64;
-pub const DENSE_CLUSTER_COLS: usize = 64;
-pub const DENSE_CLUSTER_THREADS: u32 = 256;
-
-/// The member of `dense_cluster` and its launch for `m` rows, `n` outputs and `k` inputs, or
-/// `None` where no member takes the shape (n a multiple of the cluster's 64 outputs, k 768 or
-/// 1024) or the row groups exceed the grid's y limit. Any m: the last 64-row group may be
-/// partial. Shared memory: the block's k slices of the cluster's 64 weight rows and of its 64
-/// input rows, each row padded by 8 halves (the fp32 partial tiles reuse it).
-pub fn dense_cluster_launch(m: usize, n: usize, k: usize) -> Option<(DenseCluster, Launch)> {
-    let kernel = match k {
-        768 => DenseCluster::K768,
-        1024 => DenseCluster::K1024,
-        _ => return None,
-    };
-    let row_groups = m.div_ceil(DENSE_CLUSTER_ROWS);
-    let fits = n.is_multiple_of(DENSE_CLUSTER_COLS) && m > 0 && row_groups <= 65_535;
-    let ld = k / DENSE_CLUSTER + 8;
-    let slices = (DENSE_CLUSTER_COLS + DENSE_CLUSTER_ROWS) * ld * 2;
-    let partials = DENSE_CLUSTER_ROWS * (DENSE_CLUSTER_COLS + 4) * 4;
-    fits.then_some((
-        kernel,
-        Launch {
-            grid: [
-                (n / DENSE_CLUSTER_COLS * DENSE_CLUSTER) as u32,
-                row_groups as u32,
-                1,
-            ],
-            block: [DENSE_CLUSTER_THREADS, 1, 1],
-            shared_bytes: slices.max(partials) as u32,
-        },
-    ))
-}
-
 /// The narrowest layer whose `dense_mma` blocks take several 16-row groups where a member has
 /// them: wide layers (QKV, smolgen's weight generation) then load each weight slice once per
 /// block instead of once per group (at batch 1, by count of bytes, T82's QKV moves 10.5 MB
@@ -359,37 +303,11 @@ mod tests {
             ("NORM_DENSE_THREADS", NORM_DENSE_THREADS as usize),
             ("NORM_DENSE_ROWS", NORM_DENSE_ROWS),
             ("NORM_DENSE_COLS", NORM_DENSE_COLS),
-            ("DENSE_CLUSTER", DENSE_CLUSTER),
-            ("DENSE_CLUSTER_ROWS", DENSE_CLUSTER_ROWS),
-            ("DENSE_CLUSTER_COLS", DENSE_CLUSTER_COLS),
-            ("DENSE_CLUSTER_THREADS", DENSE_CLUSTER_THREADS as usize),
         ] {
             assert!(
                 source().contains(&format!("#define {name} {value}\n")),
                 "{name}"
             );
-        }
-    }
-
-    #[test]
-    fn dense_cluster_splits_k_over_eight_blocks() {
-        // T82's QKV at batch 1: 36 clusters of 8 blocks, each a 96-wide k slice of 64 weight
-        // rows and 64 input rows ((64 + 64) · 104 halves; the 64 · 68 fp32 partials fit).
-        let (kernel, qkv) = dense_cluster_launch(64, 2304, 768).expect("T82's QKV");
-        assert_eq!(kernel, DenseCluster::K768);
-        assert_eq!(qkv.grid, [36 * 8, 1, 1]);
-        assert_eq!(qkv.shared_bytes, 128 * 104 * 2);
-        let (kernel, ffn2) = dense_cluster_launch(130, 768, 1024).expect("partial row groups");
-        assert_eq!(kernel, DenseCluster::K1024);
-        assert_eq!(ffn2.grid, [12 * 8, 3, 1]);
-        assert_eq!(ffn2.shared_bytes, 128 * 136 * 2);
-        for (m, n, k) in [
-            (64, 96, 768),
-            (64, 768, 1536),
-            (0, 768, 768),
-            (65_536 * 64, 64, 768),
-        ] {
-            assert!(dense_cluster_launch(m, n, k).is_none(), "{m}x{n}x{k}");
         }
     }
 
@@ -453,10 +371,9 @@ mod tests {
 
     /// The kernels that load their weights before waiting for the previous kernel, and the
     /// function (the kernel itself or the body it calls) that holds the wait.
-    const WEIGHTS_FIRST: [(&str, &str); 4] = [
+    const WEIGHTS_FIRST: [(&str, &str); 3] = [
         ("dense_rows", "KERNEL void dense_rows("),
         ("dense_mma_k*", "void dense_mma_body("),
-        ("dense_cluster_k*", "void dense_cluster_body("),
         ("layer_norm_dense_mma_k*", "void layer_norm_dense_mma_body("),
     ];
 
@@ -484,13 +401,10 @@ mod tests {
             let declaration = source[at..body]
                 .trim_start()
                 .trim_start_matches("KERNEL void ");
-            let declaration = ["__launch_bounds__(", "__cluster_dims__("].iter().fold(
-                declaration,
-                |rest, attribute| match rest.strip_prefix(attribute) {
-                    Some(rest) => rest[rest.find(')').expect("an attribute") + 1..].trim_start(),
-                    None => rest,
-                },
-            );
+            let declaration = match declaration.strip_prefix("__launch_bounds__(") {
+                Some(rest) => rest[rest.find(')').expect("bounds") + 1..].trim_start(),
+                None => declaration,
+            };
             let name = declaration.split('(').next().unwrap_or_default();
             kernels += 1;
             if first.starts_with("PRIOR_KERNELS_DONE();") {
@@ -520,9 +434,7 @@ mod tests {
         }
         assert_eq!(
             kernels,
-            shared_kernel_names().count()
-                + cuda_only_kernel_names().count()
-                + cuda_cluster_kernel_names().count()
+            shared_kernel_names().count() + cuda_only_kernel_names().count()
         );
     }
 
@@ -603,22 +515,14 @@ mod tests {
         assert!(!turing.contains(&"attention_mma_d32"));
         assert!(cuda_kernel_names(80).contains(&"attention_mma_d32"));
         assert_eq!(
-            cuda_kernel_names(80).len(),
+            cuda_kernel_names(90).len(),
             shared_kernel_names().count() + cuda_only_kernel_names().count()
         );
-        assert!(!cuda_kernel_names(89).contains(&"dense_cluster_k768"));
-        assert_eq!(
-            cuda_kernel_names(90).len(),
-            shared_kernel_names().count()
-                + cuda_only_kernel_names().count()
-                + cuda_cluster_kernel_names().count()
-        );
-        // The source compiles them under the same conditions.
-        for arch in [CUDA_TENSOR_CORE_MIN_ARCH, CUDA_CLUSTER_MIN_ARCH] {
-            assert!(source().contains(&format!(
-                "#if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= {arch}0)"
-            )));
-        }
+        // The source compiles them under the same condition.
+        assert!(source().contains(&format!(
+            "#if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= {}0)",
+            CUDA_TENSOR_CORE_MIN_ARCH
+        )));
     }
 
     #[test]
