@@ -418,8 +418,26 @@ impl<'a> Forward<'a> {
                 b.qkv.ptr()
             }
             None => {
+                // Where the next layer's compression will take this layer's last LayerNorm
+                // (which writes x), the stream continues from the QKV buffer, free until then.
+                let into_qkv = defer_ln2
+                    && 3 * s.d_model >= s.embedding
+                    && self
+                        .norm_compress_launch(index + 1, batch, b.qkv.ptr())
+                        .is_some();
+                let normed = if into_qkv { b.qkv.ptr() } else { x };
                 self.op("residual+ln1", l, pass_cost(rows * s.embedding, 2), || {
-                    self.residual_norm(layer.out.bias(), &layer.ln1, x, rows)
+                    self.layer_norm(
+                        normed,
+                        b.tmp.ptr(),
+                        layer.out.bias(),
+                        Activation::Identity,
+                        self.alpha,
+                        Some(x),
+                        &layer.ln1,
+                        rows,
+                        s.embedding,
+                    )
                 })?;
                 let act_pass = match self.format.ffn_activation {
                     Activation::Identity | Activation::Relu => Cost::default(),
@@ -432,14 +450,14 @@ impl<'a> Forward<'a> {
                     || {
                         self.ops.dense_act(
                             &layer.ffn1,
-                            x,
+                            normed,
                             b.hidden.ptr(),
                             rows,
                             self.format.ffn_activation,
                         )
                     },
                 )?;
-                x
+                normed
             }
         };
         self.op("ffn2", l, linear_cost(&layer.ffn2, rows), || {
