@@ -226,8 +226,6 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
         for (int c = 0; c < COLS; ++c) out[i][c] = fmaf(pv[i][u], v[c], out[i][c]);
     }
   }
-  // The products are done: the next kernel's blocks may now launch and load their weights.
-  NEXT_KERNEL_MAY_START();
   // V's bias, added here: each row of P sums to 1, so P·(V + 1·biasᵀ) = P·V + 1·biasᵀ.
   __align__(16) __half2 v_bias[COLS / 2];
   if (qkv_bias) {
@@ -250,15 +248,15 @@ static __device__ void attention_body(const __half* __restrict__ qkv, const __ha
 }
 
 KERNEL void __launch_bounds__(ATTENTION_THREADS) attention_d16(const __half* qkv, const __half* qkv_bias, const __half* bias, __half* ctx, int heads) {
-  PRIOR_KERNELS_WAIT();
+  PRIOR_KERNELS_DONE();
   attention_body<16>(qkv, qkv_bias, bias, ctx, heads);
 }
 KERNEL void __launch_bounds__(ATTENTION_THREADS) attention_d32(const __half* qkv, const __half* qkv_bias, const __half* bias, __half* ctx, int heads) {
-  PRIOR_KERNELS_WAIT();
+  PRIOR_KERNELS_DONE();
   attention_body<32>(qkv, qkv_bias, bias, ctx, heads);
 }
 KERNEL void __launch_bounds__(ATTENTION_THREADS) attention_d64(const __half* qkv, const __half* qkv_bias, const __half* bias, __half* ctx, int heads) {
-  PRIOR_KERNELS_WAIT();
+  PRIOR_KERNELS_DONE();
   attention_body<64>(qkv, qkv_bias, bias, ctx, heads);
 }
 

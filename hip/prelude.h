@@ -92,20 +92,12 @@
 // after loading its weights, which no kernel writes): it waits until the previous kernel has
 // finished and its writes are visible, then lets the next kernel start launching, so that the
 // launch overlaps this kernel's work. Without the launch attribute, and on every other target,
-// it costs nothing. A kernel whose work the next kernel's early blocks would slow (they share
-// its multiprocessors while they load their weights and wait) begins with PRIOR_KERNELS_WAIT()
-// instead and calls NEXT_KERNEL_MAY_START() once its main loops are done; where it never does,
-// the next kernel launches when it ends. Either way the next kernel's wait returns only once this
-// one has finished and its writes are visible: the trigger moves the launch, not the ordering.
+// it costs nothing.
 #if defined(GPU_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   #define PRIOR_KERNELS_DONE() \
     asm volatile("griddepcontrol.wait;\n\tgriddepcontrol.launch_dependents;" ::: "memory")
-  #define PRIOR_KERNELS_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
-  #define NEXT_KERNEL_MAY_START() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
 #else
   #define PRIOR_KERNELS_DONE()
-  #define PRIOR_KERNELS_WAIT()
-  #define NEXT_KERNEL_MAY_START()
 #endif
 
 typedef unsigned int u32;

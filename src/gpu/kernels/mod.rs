@@ -386,9 +386,8 @@ mod tests {
     }
 
     /// With programmatic dependent launch a kernel may start before the previous one has
-    /// finished, so each must wait for it before touching memory: `PRIOR_KERNELS_DONE()` (or
-    /// `PRIOR_KERNELS_WAIT()`, which leaves the next kernel's launch for later) as its first
-    /// statement (a kernel without it would read or overwrite data too early), or,
+    /// finished, so each must wait for it before touching memory: `PRIOR_KERNELS_DONE()` as
+    /// its first statement (a kernel without it would read or overwrite data too early), or,
     /// in the kernels that load their weights first (biases, gamma and beta included), after
     /// code that names none of the activations (`x`, `y`, `skip`, `normed`, ...) the previous
     /// kernel may still write.
@@ -408,9 +407,7 @@ mod tests {
             };
             let name = declaration.split('(').next().unwrap_or_default();
             kernels += 1;
-            if first.starts_with("PRIOR_KERNELS_DONE();")
-                || first.starts_with("PRIOR_KERNELS_WAIT();")
-            {
+            if first.starts_with("PRIOR_KERNELS_DONE();") {
                 continue;
             }
             let Some((_, function)) = WEIGHTS_FIRST.iter().find(|(k, _)| names(k, name)) else {
