@@ -1,7 +1,7 @@
 //! The attention body's forward pass, enqueued on the lane's stream with no host
 //! synchronisation until the outputs are copied back.
 
-use super::weights::{EncoderGpu, HeadGpu, NetworkGpu, NormGpu};
+use super::weights::{HeadGpu, NetworkGpu, NormGpu};
 use super::{Buffers, Shapes};
 use crate::backend::gpu::dense::DenseGpu;
 use crate::backend::gpu::ops::{
@@ -24,11 +24,12 @@ fn block_threads_for_row(cols: usize) -> u32 {
     if cols > WIDE_ROW { 1024 } else { ROW_THREADS }
 }
 
-/// The residual LayerNorm that ends a layer (`x = LN2(skip + alpha·(tmp + bias))`), left to the
-/// next layer's smolgen compression: at small batches `layer_norm_dense_mma` normalises the rows
-/// it reads, writes them to `x` and compresses them, one kernel instead of two.
+/// A residual LayerNorm, `LN(skip + alpha·(tmp + bias))`, as the fused LayerNorm + dense kernel
+/// takes it: the one after the attention (with FFN1), or the one that ends a layer, left to the
+/// next layer's smolgen compression (at small batches `layer_norm_dense_mma` normalises the rows,
+/// writes them to `x` and compresses them, one kernel instead of two).
 #[derive(Clone, Copy)]
-pub struct PendingNorm<'w> {
+pub struct ResidualNorm<'w> {
     bias: Option<DevicePtr>,
     ln: &'w NormGpu,
     skip: DevicePtr,
@@ -275,9 +276,9 @@ impl<'a> Forward<'a> {
         &self,
         index: usize,
         batch: usize,
-        ln2: Option<PendingNorm<'a>>,
+        ln2: Option<ResidualNorm<'a>>,
         defer_ln2: bool,
-    ) -> GpuResult<Option<PendingNorm<'a>>> {
+    ) -> GpuResult<Option<ResidualNorm<'a>>> {
         let (b, s) = (self.buffers, self.shapes);
         let layer = &self.net.encoders[index];
         let rows = batch * SQUARES;
@@ -298,7 +299,14 @@ impl<'a> Forward<'a> {
                         let cost =
                             pass_cost(rows * s.embedding, 3) + linear_cost(&sg.compress, rows);
                         self.op("ln2+smolgen compress", l, cost, || {
-                            self.norm_compress(fused, ln2, &sg.compress, compressed.ptr())
+                            // No bias: the compression has none (`linear` above leaves it out).
+                            self.norm_then_dense(
+                                fused,
+                                ln2,
+                                x,
+                                (&sg.compress, None, Activation::Identity),
+                                compressed.ptr(),
+                            )
                         })?
                     }
                     None => self.op(
@@ -413,7 +421,13 @@ impl<'a> Forward<'a> {
             Some(fused) => {
                 let cost = pass_cost(rows * s.embedding, 3) + linear_cost(&layer.ffn1, rows);
                 self.op("ln1+ffn1+act", l, cost, || {
-                    self.norm_ffn1(fused, layer, b.qkv.ptr())
+                    let ln1 = ResidualNorm {
+                        bias: layer.out.bias(),
+                        ln: &layer.ln1,
+                        skip: x,
+                    };
+                    let ffn1 = (&layer.ffn1, layer.ffn1.bias(), self.format.ffn_activation);
+                    self.norm_then_dense(fused, ln1, b.qkv.ptr(), ffn1, b.hidden.ptr())
                 })?;
                 b.qkv.ptr()
             }
@@ -464,7 +478,7 @@ impl<'a> Forward<'a> {
             self.ops
                 .linear(&layer.ffn2, b.hidden.ptr(), b.tmp.ptr(), rows, false)
         })?;
-        let ln2 = PendingNorm {
+        let ln2 = ResidualNorm {
             bias: layer.ffn2.bias(),
             ln: &layer.ln2,
             skip: normed,
@@ -501,37 +515,6 @@ impl<'a> Forward<'a> {
             .filter(|(kernel, _)| usable && self.ops.device.has_kernel(kernel.name()))
     }
 
-    /// `x = LN2(skip + alpha·(tmp + bias))` of the previous layer and `compressed = x·Wᵀ` of
-    /// this layer's smolgen in one kernel (no bias: the compression has none, as in `linear`
-    /// above, which leaves it out).
-    fn norm_compress(
-        &self,
-        (kernel, launch): (NormDense, Launch),
-        ln2: PendingNorm<'_>,
-        compress: &DenseGpu,
-        compressed: DevicePtr,
-    ) -> GpuResult<()> {
-        let b = self.buffers;
-        launchers::layer_norm_dense_mma(
-            self.ops.device,
-            kernel,
-            launch,
-            b.x.ptr(),
-            b.tmp.ptr(),
-            ln2.bias,
-            self.alpha,
-            ln2.skip,
-            ln2.ln.gamma.ptr(),
-            ln2.ln.beta.ptr(),
-            ln2.ln.eps,
-            compress.w.ptr(),
-            None,
-            activation_code(Activation::Identity),
-            compressed,
-            compress.outputs as i32,
-        )
-    }
-
     /// The fused LayerNorm + FFN1 kernel and its launch for `batch` positions, where it runs:
     /// a batch of at most `norm_dense_max_batch`, shapes it takes, a device that has it, room
     /// for the normalised rows in the QKV buffer (free between attention and the next layer's
@@ -551,33 +534,35 @@ impl<'a> Forward<'a> {
         })
     }
 
-    /// `normed = LN1(x + alpha·(tmp + out bias))` and `hidden = act(normed·W1ᵀ + b1)` in one
-    /// kernel; the residual stream continues from `normed` (the LayerNorm after the FFN reads
-    /// it as its skip and writes `x`).
-    fn norm_ffn1(
+    /// `normed = LN(skip + alpha·(tmp + bias))` and `y = act(normed·Wᵀ + b)` in one kernel
+    /// (`layer_norm_dense_mma`); `normed` must be neither `tmp` nor the norm's skip. After the
+    /// attention the stream continues from `normed` (the LayerNorm after the FFN reads it as its
+    /// skip); at the start of a layer `normed` is `x`.
+    fn norm_then_dense(
         &self,
         (kernel, launch): (NormDense, Launch),
-        layer: &EncoderGpu,
+        norm: ResidualNorm<'_>,
         normed: DevicePtr,
+        (dense, bias, act): (&DenseGpu, Option<DevicePtr>, Activation),
+        y: DevicePtr,
     ) -> GpuResult<()> {
-        let b = self.buffers;
         launchers::layer_norm_dense_mma(
             self.ops.device,
             kernel,
             launch,
             normed,
-            b.tmp.ptr(),
-            layer.out.bias(),
+            self.buffers.tmp.ptr(),
+            norm.bias,
             self.alpha,
-            b.x.ptr(),
-            layer.ln1.gamma.ptr(),
-            layer.ln1.beta.ptr(),
-            layer.ln1.eps,
-            layer.ffn1.w.ptr(),
-            layer.ffn1.bias(),
-            activation_code(self.format.ffn_activation),
-            b.hidden.ptr(),
-            layer.ffn1.outputs as i32,
+            norm.skip,
+            norm.ln.gamma.ptr(),
+            norm.ln.beta.ptr(),
+            norm.ln.eps,
+            dense.w.ptr(),
+            bias,
+            activation_code(act),
+            y,
+            dense.outputs as i32,
         )
     }
 
