@@ -176,8 +176,10 @@ impl<P: NetworkPass> GpuBackend<P> {
         batch: usize,
         profile: Option<&'a OpEvents>,
     ) -> Ops<'a> {
-        device.set_programmatic_launch(batch <= self.options.programmatic_max_batch);
+        let programmatic_launch = batch <= self.options.programmatic_max_batch;
+        device.set_programmatic_launch(programmatic_launch);
         Ops {
+            programmatic_launch,
             device,
             gemm: self.gemm,
             dense_mma: batch <= self.options.dense_mma_max_batch,

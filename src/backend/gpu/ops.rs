@@ -192,11 +192,27 @@ pub struct Ops<'a> {
     /// Whether dense layers run in our `dense_mma` kernel where it fits (passes of at most
     /// `dense_mma=N` positions).
     pub dense_mma: bool,
+    /// Whether this pass launches its kernels with programmatic dependent launch (set on the
+    /// device for the pass; see [`Ops::launched_plainly`]).
+    pub programmatic_launch: bool,
     /// With `Some`, every operation is bracketed by marks.
     pub profile: Option<&'a OpEvents>,
 }
 
 impl Ops<'_> {
+    /// Runs `work` with its kernels launched without programmatic dependent launch, so that
+    /// they start once the kernel before them has finished, then restores the pass's setting.
+    /// For a kernel of few, compute-heavy blocks: launched early, its blocks are placed on the
+    /// multiprocessors the previous kernel still holds, several to one, and then run that many
+    /// times slower (measured for the attention: docs/performance.md).
+    pub fn launched_plainly<T>(&self, work: impl FnOnce() -> GpuResult<T>) -> GpuResult<T> {
+        self.device.set_programmatic_launch(false);
+        let result = work();
+        self.device
+            .set_programmatic_launch(self.programmatic_launch);
+        result
+    }
+
     /// Runs one named operation, timed when profiling; a `tracing` span marks its enqueue.
     pub fn op(
         &self,
