@@ -414,6 +414,18 @@ pub fn check_warp_layer_norm(device: &dyn GpuDevice) {
 /// reference rounded to fp16 (the kernel's A operand is fp16), at T82's and BT4's FFN1 shapes,
 /// the smolgen compression after the second LayerNorm (32 outputs) and smaller ones of every
 /// width, with and without the input's bias.
+/// NVIDIA-only kernels (tensor cores, `cp.async`) are compiled for sm_80 and newer only: on an
+/// older GPU the check fails with this message, not with a launch error.
+fn assert_has_kernel(device: &dyn GpuDevice, kernel: &str) {
+    let info = device.info();
+    assert!(
+        device.has_kernel(kernel),
+        "{kernel} was not compiled for {} ({}): it needs an NVIDIA GPU of sm_80 or newer",
+        info.name,
+        info.arch
+    );
+}
+
 pub fn check_norm_dense(device: &dyn GpuDevice) {
     use lc0rs::gpu::kernels::norm_dense_launch;
     for (case, &(m, n, k, act, with_bias)) in [
@@ -443,6 +455,7 @@ pub fn check_norm_dense(device: &dyn GpuDevice) {
         let gpu = [&x, &skip, &x_bias, &gamma, &beta, &w, &bias].map(|v| upload(device, v));
         let (normed, y) = (poisoned(device, m * k), poisoned(device, m * n));
         let (kernel, launch) = norm_dense_launch(m, n, k).expect("a supported shape");
+        assert_has_kernel(device, kernel.name());
         launchers::layer_norm_dense_mma(
             device,
             kernel,
@@ -526,6 +539,7 @@ pub fn check_dense_mma(device: &dyn GpuDevice) {
         let padded = m.next_multiple_of(64);
         let y = poisoned(device, padded * n);
         let (kernel, launch) = dense_mma_launch(m, n, k).expect("a supported shape");
+        assert_has_kernel(device, kernel.name());
         launchers::dense_mma(
             device,
             kernel,

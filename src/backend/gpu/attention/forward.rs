@@ -35,6 +35,14 @@ pub struct ResidualNorm<'w> {
     skip: DevicePtr,
 }
 
+/// A layer's last LayerNorm left to the next layer, with the fused kernel and launch that the
+/// next layer's smolgen compression runs it with (decided once, by the layer that leaves it).
+#[derive(Clone, Copy)]
+struct PendingNorm<'w> {
+    norm: ResidualNorm<'w>,
+    fused: (NormDense, Launch),
+}
+
 /// Enqueues one forward pass of `batch` positions whose inputs are already on the device.
 pub struct Forward<'a> {
     pub ops: Ops<'a>,
@@ -276,33 +284,29 @@ impl<'a> Forward<'a> {
         &self,
         index: usize,
         batch: usize,
-        ln2: Option<ResidualNorm<'a>>,
+        ln2: Option<PendingNorm<'a>>,
         defer_ln2: bool,
-    ) -> GpuResult<Option<ResidualNorm<'a>>> {
+    ) -> GpuResult<Option<PendingNorm<'a>>> {
         let (b, s) = (self.buffers, self.shapes);
         let layer = &self.net.encoders[index];
         let rows = batch * SQUARES;
         let x = b.x.ptr();
         let l = Some(index);
-        let fused_ln2 =
-            ln2.and_then(|ln2| Some(ln2).zip(self.norm_compress_launch(index, batch, ln2.skip)));
-        if let (Some(ln2), None) = (ln2, fused_ln2) {
-            self.op("residual+ln2", l, pass_cost(rows * s.embedding, 2), || {
-                self.residual_norm(ln2.bias, ln2.ln, ln2.skip, rows)
-            })?;
-        }
+        let next_compress = defer_ln2
+            .then(|| self.norm_compress_launch(index + 1, batch))
+            .flatten();
         let bias = match (&layer.smolgen, &b.smolgen, &self.net.smolgen_weight_gen) {
             (Some(sg), Some([compressed, h1, h2, bias]), Some(weight_gen)) => {
                 let act = self.format.smolgen_activation;
-                match fused_ln2 {
-                    Some((ln2, fused)) => {
+                match ln2 {
+                    Some(PendingNorm { norm, fused }) => {
                         let cost =
                             pass_cost(rows * s.embedding, 3) + linear_cost(&sg.compress, rows);
                         self.op("ln2+smolgen compress", l, cost, || {
                             // No bias: the compression has none (`linear` above leaves it out).
                             self.norm_then_dense(
                                 fused,
-                                ln2,
+                                norm,
                                 x,
                                 (&sg.compress, None, Activation::Identity),
                                 compressed.ptr(),
@@ -361,7 +365,13 @@ impl<'a> Forward<'a> {
                 )?;
                 Some(bias.ptr())
             }
-            _ => None,
+            _ => {
+                debug_assert!(
+                    ln2.is_none(),
+                    "a pending LayerNorm needs smolgen to take it"
+                );
+                None
+            }
         };
         // The portable attention adds the QKV bias as it loads Q, K and V: on the BLAS path
         // (no bias epilogue) that saves a pass over the QKV output, and on Lt it costs nothing.
@@ -438,11 +448,7 @@ impl<'a> Forward<'a> {
             None => {
                 // Where the next layer's compression will take this layer's last LayerNorm
                 // (which writes x), the stream continues from the QKV buffer, free until then.
-                let into_qkv = defer_ln2
-                    && 3 * s.d_model >= s.embedding
-                    && self
-                        .norm_compress_launch(index + 1, batch, b.qkv.ptr())
-                        .is_some();
+                let into_qkv = next_compress.is_some() && 3 * s.d_model >= s.embedding;
                 let normed = if into_qkv { b.qkv.ptr() } else { x };
                 self.op("residual+ln1", l, pass_cost(rows * s.embedding, 2), || {
                     self.layer_norm(
@@ -487,12 +493,9 @@ impl<'a> Forward<'a> {
             ln: &layer.ln2,
             skip: normed,
         };
-        if defer_ln2
-            && self
-                .norm_compress_launch(index + 1, batch, normed)
-                .is_some()
-        {
-            return Ok(Some(ln2));
+        // The fused kernel writes `x`, so it can take the norm only where the stream is elsewhere.
+        if let Some(fused) = next_compress.filter(|_| normed != x) {
+            return Ok(Some(PendingNorm { norm: ln2, fused }));
         }
         self.op("residual+ln2", l, pass_cost(rows * s.embedding, 2), || {
             self.residual_norm(ln2.bias, ln2.ln, ln2.skip, rows)
@@ -501,18 +504,12 @@ impl<'a> Forward<'a> {
     }
 
     /// The fused LayerNorm + dense kernel and its launch for layer `index`'s smolgen compression
-    /// taking the previous layer's last LayerNorm, where it runs: a layer with smolgen, the
-    /// batch and shapes the fused kernel takes, and the previous layer's residual stream in a
-    /// buffer other than `x` (`skip`: the kernel writes `x` and must not read it).
-    fn norm_compress_launch(
-        &self,
-        index: usize,
-        batch: usize,
-        skip: DevicePtr,
-    ) -> Option<(NormDense, Launch)> {
+    /// taking the previous layer's last LayerNorm, where it runs: a layer with smolgen, and the
+    /// batch and shapes the fused kernel takes. The previous layer must also have left its
+    /// residual stream in a buffer other than `x`, which the kernel writes.
+    fn norm_compress_launch(&self, index: usize, batch: usize) -> Option<(NormDense, Launch)> {
         let compress = &self.net.encoders.get(index)?.smolgen.as_ref()?.compress;
         let usable = batch <= self.norm_dense_max_batch
-            && skip != self.buffers.x.ptr()
             && self.buffers.smolgen.is_some()
             && self.net.smolgen_weight_gen.is_some();
         norm_dense_launch(batch * SQUARES, compress.outputs, self.shapes.embedding)
