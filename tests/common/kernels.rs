@@ -409,11 +409,6 @@ pub fn check_warp_layer_norm(device: &dyn GpuDevice) {
     }
 }
 
-/// The fused LayerNorm + dense kernel (`layer_norm_dense_mma`, NVIDIA only): `normed` against
-/// LayerNorm in f64, and `y` against the dense layer and activation in f64 applied to that
-/// reference rounded to fp16 (the kernel's A operand is fp16), at T82's and BT4's FFN1 shapes,
-/// the smolgen compression after the second LayerNorm (32 outputs) and smaller ones of every
-/// width, with and without the input's bias.
 /// NVIDIA-only kernels (tensor cores, `cp.async`) are compiled for sm_80 and newer only: on an
 /// older GPU the check fails with this message, not with a launch error.
 fn assert_has_kernel(device: &dyn GpuDevice, kernel: &str) {
@@ -426,6 +421,11 @@ fn assert_has_kernel(device: &dyn GpuDevice, kernel: &str) {
     );
 }
 
+/// The fused LayerNorm + dense kernel (`layer_norm_dense_mma`, NVIDIA only): `normed` against
+/// LayerNorm in f64, and `y` against the dense layer and activation in f64 applied to that
+/// reference rounded to fp16 (the kernel's A operand is fp16), at T82's and BT4's FFN1 shapes,
+/// the smolgen compression after the second LayerNorm (32 outputs) and smaller ones of every
+/// width, with and without the input's bias.
 pub fn check_norm_dense(device: &dyn GpuDevice) {
     use lc0rs::gpu::kernels::norm_dense_launch;
     for (case, &(m, n, k, act, with_bias)) in [
