@@ -285,3 +285,131 @@ KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k256_g4(const __half
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k768_g4(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<768, 4>(x, w, bias, act, y, m, n); }
 KERNEL void __launch_bounds__(NORM_DENSE_THREADS) dense_mma_k1024_g2(const __half* x, const __half* w, const __half* bias, int act, __half* y, int m, int n) { dense_mma_body<1024, 2>(x, w, bias, act, y, m, n); }
 #endif
+
+// layer_norm_dense: the portable form of layer_norm_dense_mma (the same arguments and result,
+// fp32 FMAs instead of tensor cores), which AMD GPUs run. At batch 1 a layer is a chain of small
+// dependent kernels, and without programmatic launch every boundary costs a launch gap and a
+// ramp, so the residual LayerNorm, the dense layer after it and that layer's bias and activation
+// are one kernel here too. A block of 256 threads owns 8 rows and 32 outputs. Each thread first
+// loads its weights (output col0 + t%32, a k/8-wide slice t/32) into registers, then normalises
+// with 31 others one row (fp32 statistics, two passes over the row in registers, as
+// layer_norm_warp), rounds it to fp16 as the unfused path stores it, and keeps it in shared memory
+// as fp32; then it multiplies its slice with the 8 rows (the rows' values are read by all lanes
+// of a 32-lane group at once: broadcasts), and the 8 slices' partial sums meet in shared memory.
+// Every block of a row group computes the same LayerNorm; those in the first column of blocks
+// also write it to `normed`, which must not alias x or skip. m a multiple of 8, n of 32, k (the
+// template argument) of 256. Reductions stay within groups of 32 lanes: any wave size.
+#define NORM_DENSE_PORTABLE_ROWS 8
+template <int K>
+static __device__ void layer_norm_dense_body(__half* __restrict__ normed, const __half* __restrict__ x,
+                                             const __half* __restrict__ x_bias, float alpha,
+                                             const __half* __restrict__ skip, const __half* __restrict__ gamma,
+                                             const __half* __restrict__ beta, float eps, const __half* __restrict__ w,
+                                             const __half* __restrict__ bias, int act, __half* __restrict__ y, int n) {
+  static_assert(K % 256 == 0, "k: a multiple of 256");
+  constexpr int ROWS = NORM_DENSE_PORTABLE_ROWS, COLS = 32, SLICES = 8;
+  constexpr int K_SLICE = K / SLICES;  // weights per thread
+  constexpr int ITERS = K / 256;       // chunks of 8 values per thread in the LayerNorm
+  constexpr int LDA = K + 4;           // row stride (floats): 16-byte reads, rows in distinct banks
+  DYNAMIC_SHARED(float, a);            // [ROWS][LDA], then the slices' partial sums
+  const int t = threadIdx.x, lane = t % 32, group = t / 32;
+  const long row0 = (long)blockIdx.y * ROWS;
+  const int col0 = blockIdx.x * COLS;
+
+  // 1. This thread's weights: output col0 + lane, k from group·K_SLICE. No kernel writes them,
+  // so they load before the wait.
+  __align__(16) __half2 wv[K_SLICE / 2];
+  #pragma unroll
+  for (int i = 0; i < K_SLICE / 8; ++i)
+    copy16(wv + 4 * i, w + (long)(col0 + lane) * K + group * K_SLICE + 8 * i);
+  PRIOR_KERNELS_DONE();
+
+  // 2. LayerNorm: row `group` of the block, 32 threads, chunks of 8 values strided by 256.
+  {
+    const long base = (row0 + group) * K;
+    __align__(16) float v[ITERS][8];
+    float sum = 0.f;
+    #pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int c = (lane + 32 * it) * 8;
+      float in[8], sk[8];
+      load8(x + base + c, in);
+      load8(skip + base + c, sk);
+      float b[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      if (x_bias) load8(x_bias + c, b);
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        v[it][j] = (in[j] + b[j]) * alpha + sk[j];
+        sum += v[it][j];
+      }
+    }
+    #pragma unroll
+    for (int m = 16; m > 0; m /= 2) sum += SHFL_XOR(sum, m);
+    const float mean = sum / K;
+    float var = 0.f;
+    #pragma unroll
+    for (int it = 0; it < ITERS; ++it)
+      #pragma unroll
+      for (int j = 0; j < 8; ++j) var += (v[it][j] - mean) * (v[it][j] - mean);
+    #pragma unroll
+    for (int m = 16; m > 0; m /= 2) var += SHFL_XOR(var, m);
+    const float inv = rsqrtf(var / K + eps);
+    #pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int c = (lane + 32 * it) * 8;
+      float gm[8], bt[8];
+      load8(gamma + c, gm);
+      load8(beta + c, bt);
+      __align__(16) __half2 h[4];
+      #pragma unroll
+      for (int j = 0; j < 4; ++j)
+        h[j] = __floats2half2_rn((v[it][2 * j] - mean) * inv * gm[2 * j] + bt[2 * j],
+                                 (v[it][2 * j + 1] - mean) * inv * gm[2 * j + 1] + bt[2 * j + 1]);
+      if (blockIdx.x == 0) copy16(normed + base + c, h);
+      #pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float2 f = __half22float2(h[j]);
+        v[it][2 * j] = f.x;
+        v[it][2 * j + 1] = f.y;
+      }
+      copy16(a + group * LDA + c, v[it]);
+      copy16(a + group * LDA + c + 4, v[it] + 4);
+    }
+  }
+  __syncthreads();
+
+  // 3. This thread's output over its k slice, for the 8 rows.
+  float acc[ROWS];
+  #pragma unroll
+  for (int r = 0; r < ROWS; ++r) acc[r] = 0.f;
+  #pragma unroll  // whole: the weights stay in registers only if every index is a constant
+  for (int i = 0; i < K_SLICE / 4; ++i) {
+    const float2 w01 = __half22float2(wv[2 * i]), w23 = __half22float2(wv[2 * i + 1]);
+    #pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      __align__(16) float av[4];
+      copy16(av, a + r * LDA + group * K_SLICE + 4 * i);
+      acc[r] = fmaf(av[0], w01.x, acc[r]);
+      acc[r] = fmaf(av[1], w01.y, acc[r]);
+      acc[r] = fmaf(av[2], w23.x, acc[r]);
+      acc[r] = fmaf(av[3], w23.y, acc[r]);
+    }
+  }
+
+  // 4. The slices' partial sums where the rows were, then bias and activation: one output a thread.
+  __syncthreads();
+  #pragma unroll
+  for (int r = 0; r < ROWS; ++r) a[(group * ROWS + r) * COLS + lane] = acc[r];
+  __syncthreads();
+  const int r = t / COLS, c = t % COLS;
+  float out = 0.f;
+  #pragma unroll
+  for (int s = 0; s < SLICES; ++s) out += a[(s * ROWS + r) * COLS + c];
+  if (bias) out += __half2float(bias[col0 + c]);
+  y[(row0 + r) * n + col0 + c] = __float2half_rn(activate(out, act));
+}
+
+KERNEL void __launch_bounds__(256, 2) layer_norm_dense_k256(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_body<256>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+KERNEL void __launch_bounds__(256, 2) layer_norm_dense_k512(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_body<512>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+KERNEL void __launch_bounds__(256, 2) layer_norm_dense_k768(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_body<768>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
+KERNEL void __launch_bounds__(256, 2) layer_norm_dense_k1024(__half* normed, const __half* x, const __half* x_bias, float alpha, const __half* skip, const __half* gamma, const __half* beta, float eps, const __half* w, const __half* bias, int act, __half* y, int n) { layer_norm_dense_body<1024>(normed, x, x_bias, alpha, skip, gamma, beta, eps, w, bias, act, y, n); }
