@@ -74,12 +74,6 @@ fn dense_rows_kernel_matches_f64() {
     at_each_wave(kernels::check_dense_rows);
 }
 
-/// The portable fused LayerNorm + dense kernel, at the shapes of at most T82's FFN1 at batch 1.
-#[test]
-fn fused_layer_norm_dense_kernel_matches_f64() {
-    at_each_wave(|device| kernels::check_norm_dense(device, true, 64 * 1024 * 768));
-}
-
 #[test]
 fn conv_gather_kernel_is_exact() {
     at_each_wave(conv_kernels::check_conv_gather);
@@ -171,40 +165,6 @@ fn backend_matches_cpu_on_bundled_nets() {
             &[1, 7],
         );
     }
-}
-
-/// The portable fused LayerNorm + dense kernel inside the executor (what an AMD GPU runs at
-/// small batches): a two-layer net of width 256 (the narrowest member) with smolgen's 32-channel
-/// compression, so that both fused uses run (the LayerNorm after the attention with FFN1, and a
-/// layer's last LayerNorm with the next layer's compression), up to batch 7, at both wave sizes
-/// and both GEMM paths, against the cpu oracle; `norm_dense=0` for the unfused executor.
-#[test]
-fn fused_layer_norm_dense_in_the_backend_matches_cpu() {
-    use lc0rs::netgen::{generate, preset};
-    use lc0rs::weights::network::SmolgenDims;
-    if emulated(64).is_none() {
-        return;
-    }
-    let mut arch = preset("tiny").unwrap();
-    (arch.embedding, arch.heads, arch.dff) = (256, 8, 256);
-    arch.smolgen = Some(SmolgenDims {
-        hidden_channels: 32,
-        hidden_size: 32,
-        gen_size: 32,
-    });
-    let network = generate(&arch, 82);
-    check_backend_against_cpu_on(
-        "hip-emu",
-        "tiny-256",
-        &network,
-        &[
-            "norm_dense=8,poison=true",
-            "norm_dense=8,wave=32,gemm=blas",
-            "norm_dense=0",
-        ],
-        8,
-        &[1, 7],
-    );
 }
 
 /// A batch of 17 runs padded to the prepared size 18 (the extra position's input planes

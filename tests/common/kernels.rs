@@ -421,15 +421,13 @@ fn assert_has_kernel(device: &dyn GpuDevice, kernel: &str) {
     );
 }
 
-/// The fused LayerNorm + dense kernel (`layer_norm_dense_mma` on NVIDIA tensor cores, or with
-/// `portable` the FMA form every vendor has, `layer_norm_dense`): `normed` against LayerNorm in
-/// f64, and `y` against the dense layer and activation in f64 applied to that reference rounded
-/// to fp16 (both kernels multiply the fp16-rounded rows), at T82's and BT4's FFN1 shapes, the
-/// smolgen compression after the second LayerNorm (32 outputs) and smaller ones of every width,
-/// with and without the input's bias. `max_products` leaves out the larger shapes (the emulated
-/// GPU runs kernels on the CPU).
-pub fn check_norm_dense(device: &dyn GpuDevice, portable: bool, max_products: usize) {
-    use lc0rs::gpu::kernels::{norm_dense_launch, norm_dense_portable_launch};
+/// The fused LayerNorm + dense kernel (`layer_norm_dense_mma`, NVIDIA only): `normed` against
+/// LayerNorm in f64, and `y` against the dense layer and activation in f64 applied to that
+/// reference rounded to fp16 (the kernel's A operand is fp16), at T82's and BT4's FFN1 shapes,
+/// the smolgen compression after the second LayerNorm (32 outputs) and smaller ones of every
+/// width, with and without the input's bias.
+pub fn check_norm_dense(device: &dyn GpuDevice) {
+    use lc0rs::gpu::kernels::norm_dense_launch;
     for (case, &(m, n, k, act, with_bias)) in [
         (64usize, 1024usize, 768usize, Activation::Relu2, true),
         (256, 1536, 768, Activation::Mish, true),
@@ -441,7 +439,6 @@ pub fn check_norm_dense(device: &dyn GpuDevice, portable: bool, max_products: us
     ]
     .iter()
     .enumerate()
-    .filter(|(_, (m, n, k, _, _))| m * n * k <= max_products)
     {
         let seed = 500 + case as u64;
         let (x, skip, x_bias) = (
@@ -457,54 +454,27 @@ pub fn check_norm_dense(device: &dyn GpuDevice, portable: bool, max_products: us
         let alpha = 0.6_f32;
         let gpu = [&x, &skip, &x_bias, &gamma, &beta, &w, &bias].map(|v| upload(device, v));
         let (normed, y) = (poisoned(device, m * k), poisoned(device, m * n));
-        let x_bias_ptr = with_bias.then(|| gpu[2].ptr());
-        let (params, code) = ((gpu[3].ptr(), gpu[4].ptr(), 1e-6), activation_code(act));
-        let name = if portable {
-            let (kernel, launch) = norm_dense_portable_launch(m, n, k).expect("a supported shape");
-            launchers::layer_norm_dense(
-                device,
-                kernel,
-                launch,
-                normed.ptr(),
-                gpu[0].ptr(),
-                x_bias_ptr,
-                alpha,
-                gpu[1].ptr(),
-                params.0,
-                params.1,
-                params.2,
-                gpu[5].ptr(),
-                Some(gpu[6].ptr()),
-                code,
-                y.ptr(),
-                n as i32,
-            )
-            .unwrap();
-            kernel.name()
-        } else {
-            let (kernel, launch) = norm_dense_launch(m, n, k).expect("a supported shape");
-            assert_has_kernel(device, kernel.name());
-            launchers::layer_norm_dense_mma(
-                device,
-                kernel,
-                launch,
-                normed.ptr(),
-                gpu[0].ptr(),
-                x_bias_ptr,
-                alpha,
-                gpu[1].ptr(),
-                params.0,
-                params.1,
-                params.2,
-                gpu[5].ptr(),
-                Some(gpu[6].ptr()),
-                code,
-                y.ptr(),
-                n as i32,
-            )
-            .unwrap();
-            kernel.name()
-        };
+        let (kernel, launch) = norm_dense_launch(m, n, k).expect("a supported shape");
+        assert_has_kernel(device, kernel.name());
+        launchers::layer_norm_dense_mma(
+            device,
+            kernel,
+            launch,
+            normed.ptr(),
+            gpu[0].ptr(),
+            with_bias.then(|| gpu[2].ptr()),
+            alpha,
+            gpu[1].ptr(),
+            gpu[3].ptr(),
+            gpu[4].ptr(),
+            1e-6,
+            gpu[5].ptr(),
+            Some(gpu[6].ptr()),
+            activation_code(act),
+            y.ptr(),
+            n as i32,
+        )
+        .unwrap();
         let pre = |r: usize, c: usize| {
             let b = if with_bias { x_bias[c] } else { 0.0 };
             f64::from(x[r * k + c] + b) * f64::from(alpha) + f64::from(skip[r * k + c])
@@ -535,7 +505,7 @@ pub fn check_norm_dense(device: &dyn GpuDevice, portable: bool, max_products: us
         }
         assert!(worst < 4e-3, "case {case}: y max relative error {worst}");
         eprintln!(
-            "{name} case {case} ({m}x{n}x{k}, {act:?}): normed {norm_error:.2e}, y {worst:.2e}"
+            "layer_norm_dense_mma case {case} ({m}x{n}x{k}, {act:?}): normed {norm_error:.2e}, y {worst:.2e}"
         );
     }
 }

@@ -62,10 +62,6 @@ pub struct GpuOptions {
     /// the FFN's first layer as one kernel where the device has it (`norm_dense=N`, 0: never;
     /// default [`DEFAULT_NORM_DENSE_MAX_BATCH`]).
     pub norm_dense_max_batch: usize,
-    /// Run those fused kernels on tensor cores where the device has them
-    /// (`norm_dense_kernel=mma`, the default) or in the portable form every vendor has
-    /// (`norm_dense_kernel=portable`, what AMD GPUs run).
-    pub tensor_core_norm_dense: bool,
     /// The largest batch whose dense layers run in our `dense_mma` kernel where the device has
     /// it and the shape fits, instead of a library GEMM (`dense_mma=N`, 0: never; default
     /// [`DEFAULT_DENSE_MMA_MAX_BATCH`]).
@@ -159,20 +155,6 @@ impl GpuOptions {
                 .get::<usize>(backend, "pdl")?
                 .unwrap_or(DEFAULT_PDL_MAX_BATCH),
             lanes,
-            tensor_core_norm_dense: match options
-                .get::<String>(backend, "norm_dense_kernel")?
-                .as_deref()
-            {
-                None | Some("mma") => true,
-                Some("portable") => false,
-                Some(other) => {
-                    return Err(bad(
-                        "norm_dense_kernel",
-                        other.to_owned(),
-                        "expected mma or portable",
-                    ));
-                }
-            },
             tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref() {
                 None | Some("mma") => true,
                 Some("portable") => false,
@@ -281,10 +263,7 @@ fn create_on(
     let device = open(&gpu_options).map_err(gpu_error)?;
     let (tensor_cores, norm_dense) = (
         gpu_options.tensor_core_attention,
-        (
-            gpu_options.norm_dense_max_batch,
-            gpu_options.tensor_core_norm_dense,
-        ),
+        gpu_options.norm_dense_max_batch,
     );
     Ok(match network {
         Model::Attention(network) => Box::new(

@@ -221,30 +221,6 @@ launchers! { SHARED;
         rows: i32,
         cols: i32,
     );
-    /// `layer_norm_dense_mma`'s result with fp32 FMAs (every vendor; AMD GPUs run this one):
-    /// `normed = LN(alpha·(x + x_bias) + skip)` and `y = act(normed·Wᵀ + bias)`, blocks of 8 rows
-    /// and 32 outputs (see `norm_dense_portable_launch`); `normed` must not alias `x` or `skip`.
-    /// The member is the input width k.
-    layer_norm_dense [NormDensePortable:
-        K256 = layer_norm_dense_k256,
-        K512 = layer_norm_dense_k512,
-        K768 = layer_norm_dense_k768,
-        K1024 = layer_norm_dense_k1024,
-    ](
-        normed: DevicePtr,
-        x: DevicePtr,
-        x_bias: Option<DevicePtr>,
-        alpha: f32,
-        skip: DevicePtr,
-        gamma: DevicePtr,
-        beta: DevicePtr,
-        eps: f32,
-        w: DevicePtr,
-        bias: Option<DevicePtr>,
-        act: i32,
-        y: DevicePtr,
-        n: i32,
-    );
     /// Attention of every head over its position's 64 tokens (portable: one block per head and
     /// position), adding the QKV bias where given (what a BLAS GEMM left out) and an optional
     /// smolgen bias; the member is the head depth.

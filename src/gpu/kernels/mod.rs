@@ -3,9 +3,7 @@
 
 pub mod launchers;
 
-use self::launchers::{
-    DenseMma, LayerNormWarp, NormDense, NormDensePortable, PortableAttention, TensorCoreAttention,
-};
+use self::launchers::{DenseMma, LayerNormWarp, NormDense, PortableAttention, TensorCoreAttention};
 use super::Launch;
 use crate::weights::format::Activation;
 
@@ -242,39 +240,6 @@ pub fn norm_dense_launch(m: usize, n: usize, k: usize) -> Option<(NormDense, Lau
         ],
         block: [NORM_DENSE_THREADS, 1, 1],
         shared_bytes: (rows.max(partials) + params) as u32,
-    }))
-}
-
-/// Rows of one block of `layer_norm_dense` (`NORM_DENSE_PORTABLE_ROWS` in hip/norm_dense.hip);
-/// its outputs and threads are `layer_norm_dense_mma`'s.
-pub const NORM_DENSE_PORTABLE_ROWS: usize = 8;
-
-/// The member of `layer_norm_dense` (the portable fused LayerNorm + dense kernel) and its launch
-/// for `m` rows, `n` outputs and `k` inputs, or `None` where no member takes the shape (m and n
-/// multiples of the block, k one of 256, 512, 768, 1024). Shared memory: the block's normalised
-/// rows as fp32, each padded by 4 values (the slices' partial sums reuse it).
-pub fn norm_dense_portable_launch(
-    m: usize,
-    n: usize,
-    k: usize,
-) -> Option<(NormDensePortable, Launch)> {
-    let kernel = match k {
-        256 => NormDensePortable::K256,
-        512 => NormDensePortable::K512,
-        768 => NormDensePortable::K768,
-        1024 => NormDensePortable::K1024,
-        _ => return None,
-    };
-    let fits =
-        m.is_multiple_of(NORM_DENSE_PORTABLE_ROWS) && n.is_multiple_of(NORM_DENSE_COLS) && m > 0;
-    fits.then_some(kernel).zip(Some(Launch {
-        grid: [
-            (n / NORM_DENSE_COLS) as u32,
-            (m / NORM_DENSE_PORTABLE_ROWS) as u32,
-            1,
-        ],
-        block: [NORM_DENSE_THREADS, 1, 1],
-        shared_bytes: (NORM_DENSE_PORTABLE_ROWS * (k + 4) * 4) as u32,
     }))
 }
 

@@ -7,10 +7,10 @@ use crate::backend::gpu::dense::DenseGpu;
 use crate::backend::gpu::ops::{
     Cost, HALF, IoBuffers, Ops, ROW_THREADS, SQUARES, finish_value, linear_cost, pass_cost,
 };
-use crate::gpu::kernels::launchers::{NormDense, NormDensePortable};
+use crate::gpu::kernels::launchers::NormDense;
 use crate::gpu::kernels::{
     AttentionKernel, activation_code, attention_launch, launchers, layer_norm_warp_kernel,
-    norm_dense_launch, norm_dense_portable_launch,
+    norm_dense_launch,
 };
 use crate::gpu::{DevicePtr, GpuResult, Launch};
 use crate::weights::format::{Activation, NetFormat};
@@ -35,20 +35,12 @@ pub struct ResidualNorm<'w> {
     skip: DevicePtr,
 }
 
-/// The fused LayerNorm + dense kernel a pass runs: NVIDIA's tensor-core one where the device has
-/// it and the options ask for it, else the portable one (what AMD GPUs run).
-#[derive(Clone, Copy)]
-enum FusedNormDense {
-    TensorCores(NormDense),
-    Portable(NormDensePortable),
-}
-
 /// A layer's last LayerNorm left to the next layer, with the fused kernel and launch that the
 /// next layer's smolgen compression runs it with (decided once, by the layer that leaves it).
 #[derive(Clone, Copy)]
 struct PendingNorm<'w> {
     norm: ResidualNorm<'w>,
-    fused: (FusedNormDense, Launch),
+    fused: (NormDense, Launch),
 }
 
 /// Enqueues one forward pass of `batch` positions whose inputs are already on the device.
@@ -63,11 +55,8 @@ pub struct Forward<'a> {
     /// The attention kernel (tensor-core or portable) for the head depth.
     pub attention: AttentionKernel,
     /// The largest batch whose LayerNorm after the attention runs fused with the FFN's first
-    /// layer, and whose last LayerNorm of a layer runs inside the next layer's compression.
+    /// layer (`layer_norm_dense_mma`, where the device has it).
     pub norm_dense_max_batch: usize,
-    /// Whether those fused kernels run on tensor cores where the device has them
-    /// (`layer_norm_dense_mma`) or always in the portable form (`layer_norm_dense`).
-    pub norm_dense_tensor_cores: bool,
 }
 
 impl<'a> Forward<'a> {
@@ -518,104 +507,64 @@ impl<'a> Forward<'a> {
     /// taking the previous layer's last LayerNorm, where it runs: a layer with smolgen, and the
     /// batch and shapes the fused kernel takes. The previous layer must also have left its
     /// residual stream in a buffer other than `x`, which the kernel writes.
-    fn norm_compress_launch(&self, index: usize, batch: usize) -> Option<(FusedNormDense, Launch)> {
+    fn norm_compress_launch(&self, index: usize, batch: usize) -> Option<(NormDense, Launch)> {
         let compress = &self.net.encoders.get(index)?.smolgen.as_ref()?.compress;
         let usable = batch <= self.norm_dense_max_batch
             && self.buffers.smolgen.is_some()
             && self.net.smolgen_weight_gen.is_some();
-        let (m, n, k) = (batch * SQUARES, compress.outputs, self.shapes.embedding);
-        usable.then(|| self.fused_norm_dense(m, n, k)).flatten()
+        norm_dense_launch(batch * SQUARES, compress.outputs, self.shapes.embedding)
+            .filter(|(kernel, _)| usable && self.ops.device.has_kernel(kernel.name()))
     }
 
     /// The fused LayerNorm + FFN1 kernel and its launch for `batch` positions, where it runs:
-    /// a batch of at most `norm_dense_max_batch`, shapes it takes, and room for the normalised
-    /// rows in the QKV buffer (free between attention and the next layer's QKV GEMM). The
-    /// tensor-core members take more than 128 registers a thread (one block of 256 threads per
-    /// multiprocessor), so they run only where their grid is one wave: BT4's FFN1 at batch 1 is
-    /// 192 blocks, two waves on an H100, and measured slower fused than separate
+    /// a batch of at most `norm_dense_max_batch`, shapes it takes, a device that has it, room
+    /// for the normalised rows in the QKV buffer (free between attention and the next layer's
+    /// QKV GEMM), and a grid of at most one block per multiprocessor. Its members take more than
+    /// 128 registers a thread (one block of 256 threads per multiprocessor): BT4's FFN1 at batch
+    /// 1 is 192 blocks, two waves on an H100, and measured slower fused than separate
     /// (docs/performance.md).
-    fn norm_dense_launch(&self, batch: usize) -> Option<(FusedNormDense, Launch)> {
+    fn norm_dense_launch(&self, batch: usize) -> Option<(NormDense, Launch)> {
         let s = self.shapes;
         if batch > self.norm_dense_max_batch || 3 * s.d_model < s.embedding {
             return None;
         }
         let multiprocessors = self.ops.device.info().multiprocessors;
-        self.fused_norm_dense(batch * SQUARES, s.dff, s.embedding)
-            .filter(|(kernel, launch)| match kernel {
-                FusedNormDense::TensorCores(_) => {
-                    launch.grid[0] * launch.grid[1] <= multiprocessors
-                }
-                FusedNormDense::Portable(_) => true,
-            })
-    }
-
-    /// The fused kernel for `m` rows, `n` outputs and `k` inputs: the tensor-core member where
-    /// asked for and compiled, else the portable one; `None` where neither takes the shape.
-    fn fused_norm_dense(&self, m: usize, n: usize, k: usize) -> Option<(FusedNormDense, Launch)> {
-        let tensor_cores = norm_dense_launch(m, n, k)
-            .filter(|(kernel, _)| {
-                self.norm_dense_tensor_cores && self.ops.device.has_kernel(kernel.name())
-            })
-            .map(|(kernel, launch)| (FusedNormDense::TensorCores(kernel), launch));
-        tensor_cores.or_else(|| {
-            norm_dense_portable_launch(m, n, k)
-                .map(|(kernel, launch)| (FusedNormDense::Portable(kernel), launch))
+        norm_dense_launch(batch * SQUARES, s.dff, s.embedding).filter(|(kernel, launch)| {
+            launch.grid[0] * launch.grid[1] <= multiprocessors
+                && self.ops.device.has_kernel(kernel.name())
         })
     }
 
     /// `normed = LN(skip + alpha·(tmp + bias))` and `y = act(normed·Wᵀ + b)` in one kernel
-    /// (`layer_norm_dense_mma` or `layer_norm_dense`); `normed` must be neither `tmp` nor the
-    /// norm's skip. After the attention the stream continues from `normed` (the LayerNorm after
-    /// the FFN reads it as its skip); at the start of a layer `normed` is `x`.
+    /// (`layer_norm_dense_mma`); `normed` must be neither `tmp` nor the norm's skip. After the
+    /// attention the stream continues from `normed` (the LayerNorm after the FFN reads it as its
+    /// skip); at the start of a layer `normed` is `x`.
     fn norm_then_dense(
         &self,
-        (kernel, launch): (FusedNormDense, Launch),
+        (kernel, launch): (NormDense, Launch),
         norm: ResidualNorm<'_>,
         normed: DevicePtr,
         (dense, bias, act): (&DenseGpu, Option<DevicePtr>, Activation),
         y: DevicePtr,
     ) -> GpuResult<()> {
-        let device = self.ops.device;
-        let (x, ln, n) = (self.buffers.tmp.ptr(), norm.ln, dense.outputs as i32);
-        let (w, code) = (dense.w.ptr(), activation_code(act));
-        match kernel {
-            FusedNormDense::TensorCores(kernel) => launchers::layer_norm_dense_mma(
-                device,
-                kernel,
-                launch,
-                normed,
-                x,
-                norm.bias,
-                self.alpha,
-                norm.skip,
-                ln.gamma.ptr(),
-                ln.beta.ptr(),
-                ln.eps,
-                w,
-                bias,
-                code,
-                y,
-                n,
-            ),
-            FusedNormDense::Portable(kernel) => launchers::layer_norm_dense(
-                device,
-                kernel,
-                launch,
-                normed,
-                x,
-                norm.bias,
-                self.alpha,
-                norm.skip,
-                ln.gamma.ptr(),
-                ln.beta.ptr(),
-                ln.eps,
-                w,
-                bias,
-                code,
-                y,
-                n,
-            ),
-        }
+        launchers::layer_norm_dense_mma(
+            self.ops.device,
+            kernel,
+            launch,
+            normed,
+            self.buffers.tmp.ptr(),
+            norm.bias,
+            self.alpha,
+            norm.skip,
+            norm.ln.gamma.ptr(),
+            norm.ln.beta.ptr(),
+            norm.ln.eps,
+            dense.w.ptr(),
+            bias,
+            activation_code(act),
+            y,
+            dense.outputs as i32,
+        )
     }
 
     fn value_and_moves_left(&self, batch: usize) -> GpuResult<()> {

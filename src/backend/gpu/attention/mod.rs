@@ -183,10 +183,8 @@ pub struct AttentionPass {
     alpha: f32,
     /// The attention kernel (tensor-core or portable) for the head depth.
     attention: AttentionKernel,
-    /// The largest batch that runs the fused LayerNorm + dense kernels.
+    /// The largest batch that runs the fused LayerNorm + FFN1 kernel (where compiled).
     norm_dense_max_batch: usize,
-    /// Whether those run on tensor cores where compiled, or in their portable form.
-    norm_dense_tensor_cores: bool,
 }
 
 impl AttentionPass {
@@ -196,7 +194,7 @@ impl AttentionPass {
         device: &dyn GpuDevice,
         network: &Network,
         tensor_core_attention: bool,
-        (norm_dense_max_batch, norm_dense_tensor_cores): (usize, bool),
+        norm_dense_max_batch: usize,
     ) -> GpuResult<Self> {
         let shapes = Shapes::of(network);
         shapes.check_supported()?;
@@ -212,7 +210,6 @@ impl AttentionPass {
             alpha: network.residual_alpha,
             attention,
             norm_dense_max_batch,
-            norm_dense_tensor_cores,
         })
     }
 
@@ -232,7 +229,6 @@ impl AttentionPass {
             alpha: self.alpha,
             attention: self.attention,
             norm_dense_max_batch: self.norm_dense_max_batch,
-            norm_dense_tensor_cores: self.norm_dense_tensor_cores,
         }
     }
 }
