@@ -3,9 +3,9 @@
 
 #if defined(GPU_CUDA) && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
 // layer_norm_dense_mma. At batch 1 a layer is a chain of small dependent kernels of 2-4 µs
-// each, weights in L2 or not (measured: docs/performance.md), so the pass is bound by their number. This kernel is three of
-// them in one: the residual LayerNorm, the dense layer that reads its output, and that layer's
-// bias and activation:
+// each, weights in L2 or not (measured: docs/performance.md), so the pass is bound by their
+// number. This kernel is three of them in one: the residual LayerNorm, the dense layer that reads
+// its output, and that layer's bias and activation:
 //   normed = LN(alpha·(x + x_bias) + skip)        (x_bias may be null)
 //   y      = act(normed·Wᵀ + bias)                 (bias may be null)
 // with W [n][k] row-major. A block owns 16 rows and 32 outputs: its 8 warps first load their
@@ -138,7 +138,6 @@ static __device__ void layer_norm_dense_mma_body(__half* __restrict__ normed, co
     float sum = 0.f;
     #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
-      #pragma unroll
       __align__(16) __half2 hb[4];
       if (x_bias) copy16(hb, params + 2 * K + (sub + 16 * it) * 8);
       #pragma unroll
