@@ -29,7 +29,7 @@ fn block_threads_for_row(cols: usize) -> u32 {
 /// next layer's smolgen compression (at small batches `layer_norm_dense_mma` normalises the rows,
 /// writes them to `x` and compresses them, one kernel instead of two).
 #[derive(Clone, Copy)]
-pub struct ResidualNorm<'w> {
+struct ResidualNorm<'w> {
     bias: Option<DevicePtr>,
     ln: &'w NormGpu,
     skip: DevicePtr,
@@ -303,7 +303,7 @@ impl<'a> Forward<'a> {
                         let cost =
                             pass_cost(rows * s.embedding, 3) + linear_cost(&sg.compress, rows);
                         self.op("ln2+smolgen compress", l, cost, || {
-                            // No bias: the compression has none (`linear` above leaves it out).
+                            // No bias: the compression has none (the unfused `linear` below leaves it out too).
                             self.norm_then_dense(
                                 fused,
                                 norm,
