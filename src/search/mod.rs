@@ -1,9 +1,12 @@
 //! PUCT Monte-Carlo tree search in lc0's manner, on any [`Backend`]: priors from the policy
-//! softmax at a temperature, a growing CPuct, first-play urgency, virtual loss so that
-//! `minibatch` leaves go to the backend in one call, an NN cache, terminal positions scored by
-//! the rules, and tree reuse between moves.
+//! softmax at a temperature, a growing CPuct, first-play urgency, minibatches gathered as lc0
+//! gathers them (visits dealt from the root in passes, in-flight visits lowering only the
+//! exploration term, a collision budget that grows with the tree, positions already known
+//! answered out of order), an NN cache, terminal positions scored by the rules, and tree reuse
+//! between moves.
 
 pub mod cache;
+mod pick;
 pub mod profile;
 pub mod stats;
 pub mod time;
@@ -11,7 +14,7 @@ pub mod tree;
 mod worker;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,7 +25,7 @@ use crate::chess::castling::uci_notation;
 use crate::chess::{HistoryFill, PositionHistory, encode_position};
 use cache::NnCache;
 use tree::{ROOT, Tree};
-use worker::{Context, SearchStats, TreeState};
+use worker::{BatchTarget, Context, SearchStats, TreeState};
 
 /// The search parameters, with lc0's defaults.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,6 +40,18 @@ pub struct SearchParams {
     /// Leaves gathered per backend call (capped at the backend's maximum batch); 0: the
     /// backend's recommended batch (see [`Search::minibatch`]).
     pub minibatch: usize,
+    /// lc0's MaxCollisionVisits: the most collision visits one gathering may hold, reached
+    /// once the tree has `collision_scaling_end` visits.
+    pub max_collision_visits: u32,
+    /// lc0's MaxCollisionVisitsScalingStart, ...End and ...Power: up to a tree of the start's
+    /// visits a gathering ends at its first collision; from there the budget grows as a curve
+    /// of this power to `max_collision_visits` (an end of 0: no scaling).
+    pub collision_scaling_start: u32,
+    pub collision_scaling_end: u32,
+    pub collision_scaling_power: f32,
+    /// lc0's MaxOutOfOrderEvalsFactor: a gathering ends once the leaves answered without the
+    /// backend (game ends, cached positions) reach this many times the minibatch.
+    pub max_out_of_order_evals_factor: f32,
     /// NN cache entries.
     pub cache_size: usize,
     /// The most nodes the tree may hold (each about 48 bytes); a search that reaches it ends,
@@ -63,6 +78,11 @@ impl Default for SearchParams {
             fpu_reduction: 0.330,
             policy_temperature: DEFAULT_POLICY_TEMPERATURE,
             minibatch: 0,
+            max_collision_visits: 80_000,
+            collision_scaling_start: 28,
+            collision_scaling_end: 145_000,
+            collision_scaling_power: 1.25,
+            max_out_of_order_evals_factor: 2.4,
             cache_size: 200_000,
             max_tree_nodes: 40_000_000,
             chess960: false,
@@ -377,7 +397,7 @@ impl Search {
         let start = Instant::now();
         let threads = self.threads();
         let cap = self.minibatch();
-        let in_flight = cap.saturating_mul(threads);
+        let in_flight = leaves_per_round(cap, threads, &self.params);
         let kept_visits = u64::from(self.tree.node(ROOT).visits);
         let plan = batch_plan(&limits, &self.params, start, cap, in_flight);
         let params = &self.params;
@@ -394,9 +414,12 @@ impl Search {
                 kept_visits,
                 first_playout_at: None,
                 finished: false,
+                collisions: Vec::new(),
             }),
             backed_up: Condvar::new(),
             stop,
+            threads,
+            in_backend: AtomicUsize::new(0),
         };
         let outcome = std::thread::scope(|scope| {
             let helpers: Vec<_> = (1..threads)
@@ -415,8 +438,9 @@ impl Search {
                 .map(|h| h.join().unwrap_or(Err(SearchError::ThreadFailed)))
                 .fold(mine, Result::and)
         });
+        let mut state = context.lock();
+        state.cancel_collisions();
         outcome?;
-        let state = context.lock();
         let info = SearchInfo {
             times: state.stats.profile.times(),
             ..info(&state, params, &limits.searchmoves, start.elapsed())
@@ -430,16 +454,24 @@ impl Search {
     }
 }
 
-/// What each search thread asks before a batch: how many playouts to gather (at most `cap`,
-/// within the node limit), or `None` once a limit is reached (never before the root has a
-/// move to name).
+/// The most leaves the threads can expand before the next check of the tree's size: each
+/// thread's minibatch and the leaves its gathering answers out of order.
+fn leaves_per_round(cap: usize, threads: usize, params: &SearchParams) -> usize {
+    let out_of_order = (params.max_out_of_order_evals_factor * cap as f32) as usize;
+    cap.saturating_add(out_of_order.max(1))
+        .saturating_mul(threads)
+}
+
+/// What each search thread asks before a batch: how many positions to send the backend (at
+/// most `cap`) and how many playouts to gather (within the node limit), or `None` once a
+/// limit is reached (never before the root has a move to name).
 fn batch_plan<'a>(
     limits: &'a Limits,
     params: &'a SearchParams,
     start: Instant,
     cap: usize,
     in_flight: usize,
-) -> impl Fn(&mut TreeState) -> Option<usize> + Sync + 'a {
+) -> impl Fn(&mut TreeState) -> Option<BatchTarget> + Sync + 'a {
     move |state: &mut TreeState| {
         let remaining = limits.nodes.map(|n| n.saturating_sub(state.visits()));
         let has_move = state.tree.node(ROOT).expanded;
@@ -454,9 +486,43 @@ fn batch_plan<'a>(
         if has_move && limit_reached {
             return None;
         }
-        let remaining = remaining.filter(|_| has_move);
-        Some(remaining.map_or(cap, |r| cap.min(r.try_into().unwrap_or(usize::MAX))))
+        let playouts = remaining
+            .filter(|_| has_move)
+            .map_or(usize::MAX, |r| r.try_into().unwrap_or(usize::MAX));
+        Some(BatchTarget {
+            evaluations: cap.min(playouts),
+            playouts,
+            remaining_playouts: remaining_playouts(state, limits, start, params),
+        })
     }
+}
+
+/// The playouts the search still expects, as lc0's stoppers hint them to its gathering: with
+/// smart pruning on, the node limit's remainder (4·10⁹ without one), once smart pruning is
+/// active that or the time left at the measured speed, divided by the factor; infinite with
+/// smart pruning off.
+fn remaining_playouts(state: &TreeState, limits: &Limits, start: Instant, params: &SearchParams) -> f64 {
+    const NO_NODE_LIMIT: u64 = 4_000_000_000;
+    let factor = params.smart_pruning_factor;
+    if factor <= 0.0 {
+        return f64::INFINITY;
+    }
+    let left = limits.nodes.unwrap_or(NO_NODE_LIMIT).saturating_sub(state.visits());
+    let Some(first) = state.first_playout_at else {
+        return left as f64;
+    };
+    let elapsed = start.elapsed();
+    time::remaining_playouts(
+        &time::PruningInput {
+            edge_visits: &[],
+            playouts: state.stats.playouts,
+            since_first_eval: elapsed.saturating_sub(first),
+            time_left: limits.time.map(|t| t.saturating_sub(elapsed)),
+            playouts_left: Some(left),
+        },
+        factor,
+    )
+    .unwrap_or(left as f64)
 }
 
 /// Whether the best root move is a proven mate in at most `moves` moves.

@@ -5,7 +5,7 @@ use shakmaty::Move;
 
 use super::SearchParams;
 use super::tree::{Proof, ROOT, Tree};
-use super::worker::Puct;
+use super::pick::Puct;
 
 /// One root move as the search sees it.
 #[derive(Debug, Clone, PartialEq)]

@@ -108,12 +108,13 @@ pub struct PruningInput<'a> {
     pub playouts_left: Option<u64>,
 }
 
-/// Whether the best root move can no longer be overtaken (lc0's `SmartPruningStopper`): the
-/// playouts that fit in the time left at the speed so far, and in the playout limit, each
-/// divided by `factor`, are fewer than the lead of the most visited move over the second.
-pub fn best_move_is_settled(input: PruningInput, factor: f32) -> bool {
+/// The playouts smart pruning expects the search to have left: those that fit in the time left
+/// at the speed so far and those of the playout limit, the smaller, divided by `factor`; `None`
+/// while smart pruning is off or within its tolerance after the first playout (lc0's
+/// `SmartPruningStopper` and the hint it gives the gathering).
+pub fn remaining_playouts(input: &PruningInput, factor: f32) -> Option<f64> {
     if factor <= 0.0 || input.since_first_eval < SMART_PRUNING_TOLERANCE {
-        return false;
+        return None;
     }
     let factor = f64::from(factor);
     let elapsed_ms = input.since_first_eval.as_millis().max(1) as f64;
@@ -124,7 +125,16 @@ pub fn best_move_is_settled(input: PruningInput, factor: f32) -> bool {
     let by_playouts = input
         .playouts_left
         .map_or(f64::INFINITY, |n| n as f64 / factor);
-    let remaining = by_time.min(by_playouts);
+    Some(by_time.min(by_playouts))
+}
+
+/// Whether the best root move can no longer be overtaken (lc0's `SmartPruningStopper`): the
+/// playouts left (see [`remaining_playouts`]) are fewer than the lead of the most visited move
+/// over the second.
+pub fn best_move_is_settled(input: PruningInput, factor: f32) -> bool {
+    let Some(remaining) = remaining_playouts(&input, factor) else {
+        return false;
+    };
     let mut sorted = input.edge_visits.to_vec();
     sorted.sort_unstable_by(|a, b| b.cmp(a));
     let lead = match sorted.as_slice() {

@@ -43,7 +43,8 @@ pub struct Node {
     pub value_sum: f64,
     /// Mean of the backed-up draw probabilities.
     pub draw: f32,
-    /// Playouts on their way through this node, not yet backed up (virtual loss).
+    /// Visits on their way through this node, not yet backed up: they lower its exploration
+    /// term while they are under way (lc0's N in flight).
     pub in_flight: u32,
     /// The children, once expanded.
     pub children: Range<u32>,
@@ -166,10 +167,11 @@ impl Tree {
         (best.value == 1 || all_proven).then(|| best.through_parent())
     }
 
-    /// Takes back the virtual loss of a playout that will not be evaluated.
-    pub fn cancel(&mut self, path: &[u32]) {
+    /// Takes back `visits` in-flight visits from every node of `path` (playouts that will not
+    /// be backed up).
+    pub fn cancel(&mut self, path: &[u32], visits: u32) {
         for &index in path {
-            self.node_mut(index).in_flight -= 1;
+            self.node_mut(index).in_flight -= visits;
         }
     }
 

@@ -1,18 +1,20 @@
-//! One search thread's work: gather a minibatch of leaves by PUCT with virtual loss, evaluate
+//! One search thread's work: gather a minibatch of leaves as lc0 does (passes of the picker in
+//! [`super::pick`], positions already known answered at once, within a collision budget), evaluate
 //! the new ones on the backend, back everything up. Several threads share one tree and one NN
 //! cache behind a single mutex: tree work (µs per leaf) is done holding it, the backend call
 //! (ms per batch) without it, so one thread's backend call overlaps another's gathering and
 //! back-up, and a backend with several lanes runs their calls side by side.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use shakmaty::Move;
 
 use super::cache::{CachedEval, NnCache};
+use super::pick::{Collision, Pass, PassInput, collision_budget};
 use super::profile::{Phase, SearchProfile};
-use super::tree::{Node, Proof, ROOT, Tree};
+use super::tree::{Proof, ROOT, Tree};
 use super::{SearchError, SearchParams, terminal_value};
 use crate::backend::{Backend, legal_move_probabilities};
 use crate::chess::policy_index::entry_moves_with_indices;
@@ -34,6 +36,8 @@ pub(super) struct TreeState<'a> {
     pub first_playout_at: Option<Duration>,
     /// Set by the first thread that finds a limit reached or fails: the others end too.
     pub finished: bool,
+    /// Every thread's collisions, held until the next back-up (as lc0's shared collisions).
+    pub collisions: Vec<Collision>,
 }
 
 impl TreeState<'_> {
@@ -42,6 +46,13 @@ impl TreeState<'_> {
     pub fn visits(&self) -> u64 {
         self.kept_visits + self.stats.playouts
     }
+
+    /// Takes back the in-flight visits of every collision held.
+    pub fn cancel_collisions(&mut self) {
+        for collision in self.collisions.drain(..) {
+            self.tree.cancel(&collision.ancestors, collision.visits);
+        }
+    }
 }
 
 /// Counters of one search.
@@ -49,32 +60,49 @@ impl TreeState<'_> {
 pub(super) struct SearchStats {
     /// New playouts, counted when gathered (so a node limit is never exceeded).
     pub playouts: u64,
-    /// Gathered playouts that ended on a leaf already waiting for the backend (lc0's
-    /// collisions): their virtual loss is taken back and they count no visit.
+    /// Visits that met a leaf already waiting for the backend or a proven node (lc0's
+    /// collisions): held in flight until the next back-up, then taken back; they count no
+    /// visit.
     pub collisions: u64,
     /// Backend calls and the positions sent in them.
     pub batches: u64,
     pub evaluated: u64,
     depth_sum: u64,
     samples: u64,
+    /// The longest path backed up, in nodes from the root (lc0's seldepth).
     pub max_depth: u32,
     pub profile: SearchProfile,
 }
 
 impl SearchStats {
-    fn record_depth(&mut self, depth: u32) {
+    /// Counts a backed-up playout whose path holds `nodes` nodes, the root included (lc0's
+    /// depth of a visit: its plies plus one).
+    fn record_depth(&mut self, nodes: usize) {
+        let depth = u32::try_from(nodes).unwrap_or(u32::MAX);
         self.depth_sum += u64::from(depth);
         self.samples += 1;
         self.max_depth = self.max_depth.max(depth);
     }
 
+    /// The mean depth of the playouts backed up, rounded down (lc0's UCI `depth`).
     pub fn mean_depth(&self) -> u32 {
         if self.samples == 0 {
             0
         } else {
-            ((self.depth_sum as f64 / self.samples as f64).round() as u32).max(1)
+            (self.depth_sum / self.samples) as u32
         }
     }
+}
+
+/// How many playouts one thread's next gathering may take.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BatchTarget {
+    /// Positions to send to the backend (the minibatch).
+    pub evaluations: usize,
+    /// Playouts in all, those answered at once included (the node limit's remainder).
+    pub playouts: usize,
+    /// The playouts the search still expects (see [`PassInput::remaining_playouts`]).
+    pub remaining_playouts: f64,
 }
 
 /// What every thread of one search reads.
@@ -89,11 +117,14 @@ pub(super) struct Context<'a> {
     /// Notified after every back-up, for threads waiting out a collision.
     pub backed_up: Condvar,
     pub stop: &'a AtomicBool,
+    /// The search threads, and how many of them are in a backend call now: a thread gathers
+    /// a full minibatch only while another keeps the backend busy (lc0's idling rule).
+    pub threads: usize,
+    pub in_backend: AtomicUsize,
 }
 
-/// What a thread asks before each batch: `Some(size)` to gather up to `size` playouts, `None`
-/// to end the search.
-pub(super) type BatchPlan<'p> = dyn Fn(&mut TreeState) -> Option<usize> + Sync + 'p;
+/// What a thread asks before each batch: `Some(target)` to gather, `None` to end the search.
+pub(super) type BatchPlan<'p> = dyn Fn(&mut TreeState) -> Option<BatchTarget> + Sync + 'p;
 
 impl<'a> Context<'a> {
     pub fn lock(&self) -> MutexGuard<'_, TreeState<'a>> {
@@ -121,13 +152,22 @@ impl<'a> Context<'a> {
         let mut history = self.root.clone();
         loop {
             let mut state = self.lock_counted();
-            let Some(size) = self.next_batch(&mut state, plan) else {
+            let Some(target) = self.next_batch(&mut state, plan) else {
                 return Ok(());
             };
             let start = Instant::now();
-            let gathered = self.gather(&mut state, &mut history, size);
+            let gathered = self.gather(&mut state, &mut history, target);
             state.stats.profile.add(Phase::Gather, start.elapsed());
-            if gathered.pending.is_empty() && gathered.answered == 0 {
+            if gathered.pending.is_empty() {
+                if gathered.answered > 0 || self.in_backend.load(Ordering::Acquire) == 0 {
+                    // Work was backed up (or no other thread's batch will be): the collisions
+                    // held so far are taken back, as after any back-up.
+                    state.cancel_collisions();
+                    drop(state);
+                    self.backed_up.notify_all();
+                    after_batch();
+                    continue;
+                }
                 // Everything collided with other threads' batches: wait for one of them.
                 let start = Instant::now();
                 let (mut state, _) = self
@@ -141,36 +181,37 @@ impl<'a> Context<'a> {
                 continue;
             }
             drop(state);
-            if !gathered.pending.is_empty() {
-                self.evaluate(gathered.pending)?;
-            }
+            self.evaluate(gathered.pending)?;
             after_batch();
         }
     }
 
     /// The size of this thread's next batch, or `None` when the search ends: another thread
     /// ended it, `stop` was set (once the root has a move to name), or `plan` says so.
-    fn next_batch(&self, state: &mut TreeState, plan: &BatchPlan) -> Option<usize> {
+    fn next_batch(&self, state: &mut TreeState, plan: &BatchPlan) -> Option<BatchTarget> {
         let stopped = self.stop.load(Ordering::Relaxed) && state.tree.node(ROOT).expanded;
-        let size = if state.finished || stopped {
+        let target = if state.finished || stopped {
             None
         } else {
             plan(state)
         };
-        if size.is_none() {
+        if target.is_none() {
             state.finished = true;
             self.backed_up.notify_all();
         }
-        size
+        target
     }
 
-    /// Evaluates `pending` without the lock, then expands and backs up every leaf holding it;
-    /// if the backend fails, takes their virtual loss back and ends the search.
+    /// Evaluates `pending` without the lock, then expands and backs up every leaf holding it
+    /// and takes back the collisions held; if the backend fails, takes their virtual loss back
+    /// and ends the search.
     fn evaluate(&self, pending: Vec<PendingLeaf>) -> Result<(), SearchError> {
         let planes: Vec<InputPlanes> = pending.iter().map(|p| p.planes).collect();
+        self.in_backend.fetch_add(1, Ordering::AcqRel);
         let call_start = Instant::now();
         let output = self.backend.evaluate(&planes);
         let call_end = Instant::now();
+        self.in_backend.fetch_sub(1, Ordering::AcqRel);
         let mut state = self.lock_counted();
         state.stats.profile.add_call(call_start, call_end);
         let back_up_start = Instant::now();
@@ -191,18 +232,20 @@ impl<'a> Context<'a> {
                         priors,
                     };
                     expand_and_back_up(state.tree, &leaf.path, &leaf.legal, &eval);
+                    state.stats.record_depth(leaf.path.len());
                     state.cache.insert(leaf.key, eval);
                 }
                 Ok(())
             }
             Err(e) => {
                 for leaf in &pending {
-                    state.tree.cancel(&leaf.path);
+                    state.tree.cancel(&leaf.path, 1);
                 }
                 state.finished = true;
                 Err(e.into())
             }
         };
+        state.cancel_collisions();
         state
             .stats
             .profile
@@ -212,59 +255,132 @@ impl<'a> Context<'a> {
         result
     }
 
-    /// Gathers up to `size` playouts: those answered at once (game over, cached) are backed
-    /// up here, the others wait for the backend with their virtual loss in place.
+    /// Gathers a minibatch as lc0 does: passes of the picker until `target.evaluations`
+    /// positions wait for the backend, the collisions exceed their budget, or the leaves
+    /// answered at once (game over, cached) reach lc0's out-of-order limit. Those answered
+    /// are backed up here; a pass that answered any takes its collisions back at once (the
+    /// tree changed under them).
     fn gather(
         &self,
         state: &mut TreeState,
         history: &mut PositionHistory,
-        size: usize,
+        target: BatchTarget,
     ) -> Gathered {
         let mut gathered = Gathered::default();
-        let mut collisions = 0;
-        let root_len = self.root.len();
-        while gathered.answered + gathered.pending.len() + collisions < size {
-            let path = descend(state.tree, self.params, self.root_moves, history);
-            state.stats.record_depth(path.len() as u32 - 1);
-            match self.leaf_outcome(state, history, &path) {
-                LeafOutcome::Answered => gathered.answered += 1,
-                LeafOutcome::Collision => collisions += 1,
-                LeafOutcome::Pending(leaf) => gathered.pending.push(*leaf),
+        let root_visits = f64::from(state.tree.node(ROOT).visits);
+        let mut collisions_left = i64::from(collision_budget(
+            root_visits.min(target.remaining_playouts),
+            self.params,
+        ));
+        let out_of_order_limit =
+            ((self.params.max_out_of_order_evals_factor * target.evaluations as f32) as usize)
+                .max(1);
+        let input = PassInput {
+            params: self.params,
+            root_moves: self.root_moves,
+            remaining_playouts: target.remaining_playouts,
+        };
+        let mut collided = 0u64;
+        while gathered.pending.len() < target.evaluations
+            && gathered.answered < out_of_order_limit
+            && gathered.playouts() < target.playouts
+        {
+            if self.backend_idle(&gathered) {
+                break;
             }
-            history.truncate(root_len);
+            let limit = (collisions_left as usize)
+                .min(target.evaluations - gathered.pending.len())
+                .min(out_of_order_limit - gathered.answered)
+                .min(target.playouts - gathered.playouts());
+            let (leaves, collisions) = self.pass(state, history, &input, limit as u32);
+            let answered = leaves
+                .iter()
+                .filter(|l| !matches!(l.outcome, LeafOutcome::Pending(_)))
+                .count();
+            let mut collisions = collisions;
+            if answered > 0 {
+                for c in collisions.drain(..) {
+                    state.tree.cancel(&c.ancestors, c.visits);
+                }
+            }
+            for leaf in leaves {
+                match leaf.outcome {
+                    LeafOutcome::Pending(pending) => gathered.pending.push(*pending),
+                    outcome => {
+                        answer(state, &leaf.path, outcome);
+                        state.stats.record_depth(leaf.path.len());
+                        gathered.answered += 1;
+                    }
+                }
+            }
+            let mut exhausted = false;
+            for mut collision in collisions {
+                let extra = collision.max_visits.min(collisions_left.try_into().unwrap_or(u32::MAX));
+                if extra > collision.visits {
+                    collision.grow(state.tree, extra - collision.visits);
+                }
+                collisions_left -= i64::from(collision.visits);
+                collided += u64::from(collision.visits);
+                state.collisions.push(collision);
+                exhausted |= collisions_left <= 0;
+            }
+            if exhausted || self.stop.load(Ordering::Relaxed) {
+                break;
+            }
         }
-        let playouts = gathered.answered + gathered.pending.len();
-        state.stats.playouts += playouts as u64;
-        state.stats.collisions += collisions as u64;
+        state.stats.playouts += gathered.playouts() as u64;
+        state.stats.collisions += collided;
         tracing::debug!(
             target: "lc0rs::search",
-            asked = size,
+            asked = target.evaluations,
             to_backend = gathered.pending.len(),
             answered_at_once = gathered.answered,
-            collisions,
+            collisions = collided,
             "batch gathered"
         );
         gathered
     }
 
-    /// Scores a leaf at once where possible (game over, cached, or already pending), or
-    /// prepares it for the backend.
-    fn leaf_outcome(
+    /// lc0's early end of a gathering with several threads: once something waits for the
+    /// backend and no other thread is in a backend call, send it rather than let it idle.
+    fn backend_idle(&self, gathered: &Gathered) -> bool {
+        self.threads > 1
+            && !gathered.pending.is_empty()
+            && self.threads - self.in_backend.load(Ordering::Acquire) > 1
+    }
+
+    /// One pass of the picker over `limit` visits: the leaves it starts, each classified, and
+    /// its collisions.
+    fn pass(
         &self,
         state: &mut TreeState,
-        history: &PositionHistory,
+        history: &mut PositionHistory,
+        input: &PassInput,
+        limit: u32,
+    ) -> (Vec<Leaf>, Vec<Collision>) {
+        let mut leaves = Vec::new();
+        let cache = &*state.cache;
+        let collisions = Pass::run(state.tree, input, limit, history, |tree, path, history| {
+            leaves.push(Leaf {
+                path: path.to_vec(),
+                outcome: self.classify(tree, cache, path, history),
+            });
+        });
+        (leaves, collisions)
+    }
+
+    /// What is known of a leaf whose evaluation starts: a proof, the rules' result, a cached
+    /// evaluation, or nothing yet (it goes to the backend).
+    fn classify(
+        &self,
+        tree: &Tree,
+        cache: &NnCache,
         path: &[u32],
+        history: &PositionHistory,
     ) -> LeafOutcome {
         let leaf = *path.last().expect("a path holds the root");
-        let node = state.tree.node(leaf);
-        if let Some(proof) = node.proof {
-            back_up_proven(state.tree, path, proof);
-            return LeafOutcome::Answered;
-        }
-        if node.in_flight > 1 {
-            // A playout of this or another thread's batch already waits on this leaf.
-            state.tree.cancel(path);
-            return LeafOutcome::Collision;
+        if let Some(proof) = tree.node(leaf).proof {
+            return LeafOutcome::Proven(proof);
         }
         // The root is searched even where the rules would end the game (a draw claimable
         // by repetition or the fifty-move rule): the engine still has to name a move.
@@ -274,22 +390,14 @@ impl<'a> Context<'a> {
             None
         };
         if let Some(value) = terminal {
-            let proof = Proof {
-                value: value as i8,
-                plies: 0,
-            };
-            state.tree.node_mut(leaf).proof = Some(proof);
-            back_up_proven(state.tree, path, proof);
-            state.tree.propagate_proof(path);
-            return LeafOutcome::Answered;
+            return LeafOutcome::Terminal(value);
         }
         let encoded = encode_position(history, self.backend.input_format(), self.fill);
         let current = history.last();
         let legal = entry_moves_with_indices(current, encoded.transform);
         let key = NnCache::key(&encoded.planes, current.key);
-        if let Some(eval) = state.cache.get(key).cloned() {
-            expand_and_back_up(state.tree, path, &legal, &eval);
-            return LeafOutcome::Answered;
+        if let Some(eval) = cache.get(key) {
+            return LeafOutcome::Cached(legal, eval.clone());
         }
         LeafOutcome::Pending(Box::new(PendingLeaf {
             path: path.to_vec(),
@@ -297,6 +405,25 @@ impl<'a> Context<'a> {
             key,
             legal,
         }))
+    }
+}
+
+/// Backs up a leaf answered without the backend.
+fn answer(state: &mut TreeState, path: &[u32], outcome: LeafOutcome) {
+    match outcome {
+        LeafOutcome::Proven(proof) => back_up_proven(state.tree, path, proof),
+        LeafOutcome::Terminal(value) => {
+            let proof = Proof {
+                value: value as i8,
+                plies: 0,
+            };
+            let leaf = *path.last().expect("a path holds the root");
+            state.tree.node_mut(leaf).proof = Some(proof);
+            back_up_proven(state.tree, path, proof);
+            state.tree.propagate_proof(path);
+        }
+        LeafOutcome::Cached(legal, eval) => expand_and_back_up(state.tree, path, &legal, &eval),
+        LeafOutcome::Pending(_) => unreachable!("pending leaves go to the backend"),
     }
 }
 
@@ -315,95 +442,26 @@ struct Gathered {
     answered: usize,
 }
 
+impl Gathered {
+    fn playouts(&self) -> usize {
+        self.pending.len() + self.answered
+    }
+}
+
+/// A leaf a pass started, and what is known of it.
+struct Leaf {
+    path: Vec<u32>,
+    outcome: LeafOutcome,
+}
+
 enum LeafOutcome {
-    Answered,
-    Collision,
+    /// Proven earlier (a game end or certainty propagation).
+    Proven(Proof),
+    /// A game end by the rules, first found now: the result for the player who moved into it.
+    Terminal(f32),
+    /// In the NN cache: its legal moves with their policy indices, and the evaluation.
+    Cached(Vec<(Move, usize)>, CachedEval),
     Pending(Box<PendingLeaf>),
-}
-
-/// Walks from the root to a leaf by PUCT, playing the moves on `history` and adding a
-/// virtual loss to every node on the way.
-fn descend(
-    tree: &mut Tree,
-    params: &SearchParams,
-    root_moves: &[Move],
-    history: &mut PositionHistory,
-) -> Vec<u32> {
-    let mut path = vec![ROOT];
-    let mut index = ROOT;
-    tree.node_mut(ROOT).in_flight += 1;
-    loop {
-        let node = tree.node(index);
-        if node.proof.is_some() || !node.expanded || node.children.is_empty() {
-            return path;
-        }
-        let allowed = if index == ROOT { root_moves } else { &[] };
-        index = select_child(tree, params, index, allowed);
-        let child = tree.node_mut(index);
-        child.in_flight += 1;
-        let m = child.mv.expect("children have moves");
-        history.play(m);
-        path.push(index);
-    }
-}
-
-/// The child maximising Q + U, with in-flight playouts counted as losses; only those whose
-/// move is in `allowed`, where it is not empty.
-fn select_child(tree: &Tree, p: &SearchParams, index: u32, allowed: &[Move]) -> u32 {
-    let puct = Puct::at(tree, p, index);
-    let score = |c: u32| {
-        let (q, u) = puct.q_and_u(tree.node(c));
-        q + u
-    };
-    tree.children(index)
-        .filter(|&c| allowed.is_empty() || tree.node(c).mv.is_some_and(|m| allowed.contains(&m)))
-        .max_by(|&a, &b| score(a).total_cmp(&score(b)))
-        .expect("select_child is called on expanded nodes with children")
-}
-
-/// The terms PUCT scores a node's children with: CPuct grown with the node's visits, the
-/// first-play urgency of unvisited children, and √N.
-pub(super) struct Puct {
-    pub cpuct: f64,
-    pub fpu: f64,
-    sqrt_n: f64,
-}
-
-impl Puct {
-    pub fn at(tree: &Tree, p: &SearchParams, index: u32) -> Self {
-        let parent = tree.node(index);
-        let parent_n = f64::from(parent.visits + parent.in_flight);
-        let cpuct = f64::from(p.cpuct)
-            + f64::from(p.cpuct_factor)
-                * ((parent_n + f64::from(p.cpuct_base)) / f64::from(p.cpuct_base)).ln();
-        let visited_policy: f64 = tree
-            .children(index)
-            .map(|c| tree.node(c))
-            .filter(|c| c.visits > 0)
-            .map(|c| f64::from(c.prior))
-            .sum();
-        // The parent's value for the side to move there (its own is for the other side).
-        let parent_q = -parent.q();
-        Self {
-            cpuct,
-            fpu: parent_q - f64::from(p.fpu_reduction) * visited_policy.sqrt(),
-            sqrt_n: parent_n.max(1.0).sqrt(),
-        }
-    }
-
-    /// A child's Q (its in-flight playouts counted as losses; the FPU if unvisited) and U.
-    pub fn q_and_u(&self, child: &Node) -> (f64, f64) {
-        let n = f64::from(child.visits + child.in_flight);
-        let q = if n == 0.0 {
-            self.fpu
-        } else {
-            (child.value_sum - f64::from(child.in_flight)) / n
-        };
-        (
-            q,
-            self.cpuct * f64::from(child.prior) * self.sqrt_n / (1.0 + n),
-        )
-    }
 }
 
 fn expand_and_back_up(tree: &mut Tree, path: &[u32], legal: &[(Move, usize)], eval: &CachedEval) {

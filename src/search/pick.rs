@@ -1,0 +1,413 @@
+//! Choosing the leaves of one minibatch as lc0's search chooses them: a pass deals a number of
+//! visits from the root down in one walk, each node's share split among its children by PUCT.
+//!
+//! The rules, as lc0 has them:
+//! - A child's score is `Q + U` with Q its mean value from completed visits only (the
+//!   first-play urgency where it has none) and `U = cpuct·P·√(N_parent − 1) / (1 + N_started)`,
+//!   `N_started` counting the visits on their way through it. Visits in flight thus only lower
+//!   a child's U; they never count as losses, which would push a large minibatch out into
+//!   breadth.
+//! - A node's share goes to its best child in blocks: as many visits as the best child takes
+//!   before the second best would overtake it (solved from U's formula), then the scores are
+//!   updated and the next block dealt.
+//! - The first visit to a node that has none starts its evaluation (a [`Visit`]); visits that
+//!   arrive at a node whose evaluation is already under way, or at a node whose result is
+//!   proven, are a [`Collision`]: they keep their in-flight count on the node's ancestors, so
+//!   that the rest of the gathering goes elsewhere, and are taken back once a batch is backed
+//!   up. The gathering ends when the collisions exceed a budget that grows with the tree, so
+//!   a small tree gets small batches and keeps its depth.
+
+use shakmaty::Move;
+
+use super::SearchParams;
+use super::tree::{Node, ROOT, Tree};
+use crate::chess::PositionHistory;
+
+/// Visits that reached a node whose evaluation is under way or whose result is proven: they
+/// hold `visits` in flight on `ancestors` (root first; empty where the root itself collided).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Collision {
+    pub ancestors: Vec<u32>,
+    pub visits: u32,
+    /// Where the whole pass ended in this collision: the most visits it can take before any
+    /// choice on its way would change (lc0 grows such a collision to end the gathering
+    /// sooner); 0 otherwise.
+    pub max_visits: u32,
+}
+
+impl Collision {
+    /// Adds `extra` visits to the collision and to its ancestors' in-flight counts.
+    pub fn grow(&mut self, tree: &mut Tree, extra: u32) {
+        self.visits += extra;
+        for &index in &self.ancestors {
+            tree.node_mut(index).in_flight += extra;
+        }
+    }
+}
+
+/// What a pass needs besides the tree.
+pub(super) struct PassInput<'a> {
+    pub params: &'a SearchParams,
+    /// The root moves to search (`searchmoves`; empty: all).
+    pub root_moves: &'a [Move],
+    /// The playouts the search still expects (its node or time limit, divided by the smart
+    /// pruning factor once that is active): a root move that cannot catch up with the best one
+    /// in them gets no visit. Infinite where no limit applies.
+    pub remaining_playouts: f64,
+}
+
+/// One pass of the gathering.
+pub(super) struct Pass<'t, 'i, V> {
+    tree: &'t mut Tree,
+    input: &'i PassInput<'i>,
+    /// Called for every visit that starts an evaluation, with the path to the leaf (root
+    /// first, its in-flight counts raised) and the history played to it.
+    on_visit: V,
+    collisions: Vec<Collision>,
+    path: Vec<u32>,
+    /// The pass's visits.
+    limit: u32,
+    /// The fewest visits any choice of this pass could take before it changed.
+    max_limit: u32,
+    /// The root's best child when the pass began (never pruned at the root).
+    best_root_child: Option<u32>,
+}
+
+impl<'t, 'i, V: FnMut(&Tree, &[u32], &PositionHistory)> Pass<'t, 'i, V> {
+    /// Deals `limit` visits from the root (whose position `history` holds) and returns the
+    /// collisions; the visits that start evaluations went to `on_visit`.
+    pub fn run(
+        tree: &'t mut Tree,
+        input: &'i PassInput<'i>,
+        limit: u32,
+        history: &mut PositionHistory,
+        on_visit: V,
+    ) -> Vec<Collision> {
+        let best_root_child = tree.best_child(ROOT);
+        let mut pass = Pass {
+            tree,
+            input,
+            on_visit,
+            collisions: Vec::new(),
+            path: vec![ROOT],
+            limit,
+            max_limit: u32::MAX,
+            best_root_child,
+        };
+        pass.deal(ROOT, limit, history);
+        pass.collisions
+    }
+
+    /// Deals `limit` visits at `index`, the last node of `self.path` (whose in-flight count
+    /// already holds them, except at the root).
+    fn deal(&mut self, index: u32, mut limit: u32, history: &mut PositionHistory) {
+        let is_root = index == ROOT;
+        let node = self.tree.node(index);
+        if node.visits == 0 || node.proof.is_some() || !node.expanded {
+            if is_root && try_start(self.tree.node_mut(ROOT)) {
+                limit -= 1;
+                (self.on_visit)(self.tree, &self.path, history);
+            }
+            if limit > 0 {
+                self.collide(limit);
+            }
+            return;
+        }
+        if is_root {
+            self.tree.node_mut(ROOT).in_flight += limit;
+        }
+        let shares = self.split(index, limit);
+        let root_len = history.len();
+        for share in shares {
+            let child = self.tree.node(share.child);
+            let m = child.mv.expect("children have moves");
+            history.play(m);
+            self.path.push(share.child);
+            for _ in 0..share.evaluations {
+                (self.on_visit)(self.tree, &self.path, history);
+            }
+            if share.visits > 0 {
+                self.deal(share.child, share.visits, history);
+            }
+            self.path.pop();
+            history.truncate(root_len);
+        }
+    }
+
+    /// Records a collision of `visits` at the last node of `self.path`.
+    fn collide(&mut self, visits: u32) {
+        let whole_pass = visits == self.limit && self.max_limit > visits;
+        self.collisions.push(Collision {
+            ancestors: self.path[..self.path.len() - 1].to_vec(),
+            visits,
+            max_visits: if whole_pass { self.max_limit } else { 0 },
+        });
+    }
+
+    /// Splits `limit` visits among the children of `index` by PUCT, raising the in-flight
+    /// counts of those that take visits.
+    fn split(&mut self, index: u32, mut limit: u32) -> Vec<Share> {
+        let mut scores = ChildScores::at(self.tree, self.input.params, index);
+        let mut shares: Vec<Share> = Vec::new();
+        while limit > 0 {
+            let Some(choice) = self.best_two(&scores, index) else {
+                // Nothing may be searched here (cannot happen: the root's best child is never
+                // pruned): hold the visits as a collision so that they are taken back.
+                self.collide(limit);
+                break;
+            };
+            let best = choice.best;
+            let mut new_visits = match choice.second_score {
+                Some(second) => {
+                    let to_change = scores.visits_to_change_best(best, second);
+                    self.max_limit = self.max_limit.min(to_change);
+                    limit.min(to_change)
+                }
+                None => limit,
+            };
+            let child_index = scores.children.start + best as u32;
+            let share = share_of(&mut shares, child_index);
+            share.visits += new_visits;
+            limit -= new_visits;
+            let child = self.tree.node_mut(child_index);
+            if !try_start(child) {
+                // An evaluation is under way here: its score cannot change, so it stays the
+                // best choice and takes everything left.
+                share.visits += limit;
+                break;
+            }
+            new_visits -= 1;
+            scores.started[best] += 1;
+            let evaluates = child.visits == 0 || child.proof.is_some();
+            if evaluates {
+                share.visits -= 1;
+                share.evaluations += 1;
+            } else {
+                child.in_flight += new_visits;
+                scores.started[best] += new_visits;
+            }
+            scores.rescore(best);
+        }
+        shares
+    }
+
+    /// The best child by score and the second best score, over the children that may be
+    /// searched; as lc0, the scan ends one child after the first unstarted one, since the
+    /// unstarted children (first-play urgency, no visits) come in falling order of prior.
+    fn best_two(&self, scores: &ChildScores, index: u32) -> Option<Choice> {
+        let mut best: Option<(usize, f64)> = None;
+        let mut second_score: Option<f64> = None;
+        let mut can_exit = false;
+        for i in 0..scores.len() {
+            let child = scores.children.start + i as u32;
+            if index == ROOT && !self.searchable_at_root(child) {
+                continue;
+            }
+            let score = scores.score[i];
+            match best {
+                Some((_, b)) if score <= b => {
+                    if second_score.is_none_or(|s| score > s) {
+                        second_score = Some(score);
+                    }
+                }
+                _ => {
+                    second_score = best.map(|(_, b)| b);
+                    best = Some((i, score));
+                }
+            }
+            if can_exit {
+                break;
+            }
+            if scores.started[i] == 0 {
+                can_exit = true;
+            }
+        }
+        best.map(|(best, _)| Choice { best, second_score })
+    }
+
+    /// Whether a root child may take visits: it is among `searchmoves` (where given), and it
+    /// is the best child or can still catch up with it in the playouts left.
+    fn searchable_at_root(&self, child: u32) -> bool {
+        let node = self.tree.node(child);
+        if !self.input.root_moves.is_empty()
+            && !node
+                .mv
+                .is_some_and(|m| self.input.root_moves.contains(&m))
+        {
+            return false;
+        }
+        match self.best_root_child {
+            Some(best) if best != child => {
+                let behind = f64::from(self.tree.node(best).visits)
+                    - f64::from(node.visits);
+                self.input.remaining_playouts >= behind
+            }
+            _ => true,
+        }
+    }
+}
+
+/// Starts a visit at `node` unless its first evaluation is already under way (lc0's
+/// TryStartScoreUpdate).
+fn try_start(node: &mut Node) -> bool {
+    if node.visits == 0 && node.in_flight > 0 {
+        return false;
+    }
+    node.in_flight += 1;
+    true
+}
+
+/// The visits a child takes in one pass.
+struct Share {
+    child: u32,
+    /// Visits that start an evaluation of the child itself.
+    evaluations: u32,
+    /// Visits dealt on below it (or collisions there).
+    visits: u32,
+}
+
+fn share_of(shares: &mut Vec<Share>, child: u32) -> &mut Share {
+    match shares.iter().position(|s| s.child == child) {
+        Some(i) => &mut shares[i],
+        None => {
+            shares.push(Share {
+                child,
+                evaluations: 0,
+                visits: 0,
+            });
+            shares.last_mut().expect("just pushed")
+        }
+    }
+}
+
+struct Choice {
+    best: usize,
+    second_score: Option<f64>,
+}
+
+/// The PUCT terms of one node's children during a pass.
+struct ChildScores {
+    children: std::ops::Range<u32>,
+    /// `P · cpuct · √(N − 1)` per child.
+    weighted_prior: Vec<f64>,
+    /// Q, or the first-play urgency where unvisited.
+    util: Vec<f64>,
+    /// Visits completed and in flight.
+    started: Vec<u32>,
+    score: Vec<f64>,
+}
+
+impl ChildScores {
+    fn at(tree: &Tree, params: &SearchParams, index: u32) -> Self {
+        let puct = Puct::at(tree, params, index);
+        let children = tree.children(index);
+        let nodes = &tree.nodes[children.start as usize..children.end as usize];
+        let weighted_prior: Vec<f64> = nodes
+            .iter()
+            .map(|c| f64::from(c.prior) * puct.mult)
+            .collect();
+        let util: Vec<f64> = nodes.iter().map(|c| puct.util(c)).collect();
+        let started: Vec<u32> = nodes.iter().map(|c| c.visits + c.in_flight).collect();
+        let score = (0..nodes.len())
+            .map(|i| weighted_prior[i] / f64::from(1 + started[i]) + util[i])
+            .collect();
+        Self {
+            children,
+            weighted_prior,
+            util,
+            started,
+            score,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.score.len()
+    }
+
+    fn rescore(&mut self, i: usize) {
+        self.score[i] = self.weighted_prior[i] / f64::from(1 + self.started[i]) + self.util[i];
+    }
+
+    /// How many more visits child `best` takes before its score falls below `second` (at
+    /// least 1): the smallest k with `wP / (1 + started + k) + util < second`.
+    fn visits_to_change_best(&self, best: usize, second: f64) -> u32 {
+        let util = self.util[best];
+        if util >= second {
+            return u32::MAX;
+        }
+        let n1 = f64::from(self.started[best]) + 1.0;
+        let k = self.weighted_prior[best] / (second - util) - n1 + 1.0;
+        k.clamp(1.0, 1e9) as u32
+    }
+}
+
+/// The terms PUCT scores a node's children with, as lc0 computes them: CPuct grown with the
+/// node's completed visits, `cpuct·√(N − 1)` (its children's completed visits), and the
+/// first-play urgency of unvisited children.
+pub(super) struct Puct {
+    /// `cpuct · √max(N − 1, 1)`.
+    pub mult: f64,
+    pub fpu: f64,
+}
+
+impl Puct {
+    pub fn at(tree: &Tree, p: &SearchParams, index: u32) -> Self {
+        let parent = tree.node(index);
+        let n = f64::from(parent.visits);
+        let cpuct = f64::from(p.cpuct)
+            + f64::from(p.cpuct_factor)
+                * ((n + f64::from(p.cpuct_base)) / f64::from(p.cpuct_base)).ln();
+        let visited_policy: f64 = tree
+            .children(index)
+            .map(|c| tree.node(c))
+            .filter(|c| c.visits > 0)
+            .map(|c| f64::from(c.prior))
+            .sum();
+        // The parent's value for the side to move there (its own is for the other side).
+        let parent_q = -parent.q();
+        let children_visits = parent.visits.saturating_sub(1).max(1);
+        Self {
+            mult: cpuct * f64::from(children_visits).sqrt(),
+            fpu: parent_q - f64::from(p.fpu_reduction) * visited_policy.sqrt(),
+        }
+    }
+
+    /// A child's Q for the side choosing it: its proven result, the mean of its completed
+    /// visits, or the first-play urgency where it has none.
+    pub fn util(&self, child: &Node) -> f64 {
+        match child.proof {
+            Some(proof) if child.visits > 0 => f64::from(proof.value()),
+            _ if child.visits > 0 => child.q(),
+            _ => self.fpu,
+        }
+    }
+
+    /// A child's Q (see [`Puct::util`]) and U, its in-flight visits counted as started.
+    pub fn q_and_u(&self, child: &Node) -> (f64, f64) {
+        let started = f64::from(child.visits + child.in_flight);
+        (
+            self.util(child),
+            self.mult * f64::from(child.prior) / (1.0 + started),
+        )
+    }
+}
+
+/// lc0's collision budget of one gathering (CalculateCollisionsLeft): 1 up to a tree of
+/// `scaling_start` visits, the full `max_visits` from `scaling_end` on, and between them a
+/// curve of the given power; `nodes` is the smaller of the root's visits and the playouts the
+/// search still expects.
+pub(super) fn collision_budget(nodes: f64, params: &SearchParams) -> u32 {
+    let (start, end) = (
+        f64::from(params.collision_scaling_start),
+        f64::from(params.collision_scaling_end),
+    );
+    if nodes >= end {
+        return params.max_collision_visits;
+    }
+    if nodes <= start {
+        return 1;
+    }
+    let ratio = ((nodes - start) / (end - start)).powf(f64::from(params.collision_scaling_power));
+    let high = f64::from(params.max_collision_visits);
+    (1.0 + (high - 1.0) * ratio).round() as u32
+}
