@@ -183,7 +183,7 @@ fn a_full_tree_ends_the_search_with_a_move() {
     let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
     let params = SearchParams {
         minibatch: 8,
-        max_tree_nodes: 5_000,
+        max_tree_nodes: 20_000,
         ..SearchParams::default()
     };
     let mut search = Search::new(backend, params);

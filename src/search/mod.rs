@@ -486,9 +486,12 @@ fn batch_plan<'a>(
         if has_move && limit_reached {
             return None;
         }
-        let playouts = remaining
-            .filter(|_| has_move)
-            .map_or(usize::MAX, |r| r.try_into().unwrap_or(usize::MAX));
+        // The root's own evaluation comes first, alone: the limits count from it on.
+        let playouts = match remaining {
+            _ if !has_move => 1,
+            Some(r) => r.try_into().unwrap_or(usize::MAX),
+            None => usize::MAX,
+        };
         Some(BatchTarget {
             evaluations: cap.min(playouts),
             playouts,
