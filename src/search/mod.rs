@@ -504,13 +504,21 @@ fn batch_plan<'a>(
 /// smart pruning on, the node limit's remainder (4·10⁹ without one), once smart pruning is
 /// active that or the time left at the measured speed, divided by the factor; infinite with
 /// smart pruning off.
-fn remaining_playouts(state: &TreeState, limits: &Limits, start: Instant, params: &SearchParams) -> f64 {
+fn remaining_playouts(
+    state: &TreeState,
+    limits: &Limits,
+    start: Instant,
+    params: &SearchParams,
+) -> f64 {
     const NO_NODE_LIMIT: u64 = 4_000_000_000;
     let factor = params.smart_pruning_factor;
     if factor <= 0.0 {
         return f64::INFINITY;
     }
-    let left = limits.nodes.unwrap_or(NO_NODE_LIMIT).saturating_sub(state.visits());
+    let left = limits
+        .nodes
+        .unwrap_or(NO_NODE_LIMIT)
+        .saturating_sub(state.visits());
     let Some(first) = state.first_playout_at else {
         return left as f64;
     };

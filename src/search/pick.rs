@@ -230,16 +230,13 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32], &PositionHistory)> Pass<'t, 'i, V> {
     fn searchable_at_root(&self, child: u32) -> bool {
         let node = self.tree.node(child);
         if !self.input.root_moves.is_empty()
-            && !node
-                .mv
-                .is_some_and(|m| self.input.root_moves.contains(&m))
+            && !node.mv.is_some_and(|m| self.input.root_moves.contains(&m))
         {
             return false;
         }
         match self.best_root_child {
             Some(best) if best != child => {
-                let behind = f64::from(self.tree.node(best).visits)
-                    - f64::from(node.visits);
+                let behind = f64::from(self.tree.node(best).visits) - f64::from(node.visits);
                 self.input.remaining_playouts >= behind
             }
             _ => true,

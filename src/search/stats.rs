@@ -4,8 +4,8 @@
 use shakmaty::Move;
 
 use super::SearchParams;
-use super::tree::{Proof, ROOT, Tree};
 use super::pick::Puct;
+use super::tree::{Proof, ROOT, Tree};
 
 /// One root move as the search sees it.
 #[derive(Debug, Clone, PartialEq)]

@@ -86,11 +86,9 @@ impl SearchStats {
 
     /// The mean depth of the playouts backed up, rounded down (lc0's UCI `depth`).
     pub fn mean_depth(&self) -> u32 {
-        if self.samples == 0 {
-            0
-        } else {
-            (self.depth_sum / self.samples) as u32
-        }
+        self.depth_sum
+            .checked_div(self.samples)
+            .map_or(0, |d| u32::try_from(d).unwrap_or(u32::MAX))
     }
 }
 
@@ -272,9 +270,9 @@ impl<'a> Context<'a> {
             root_visits.min(target.remaining_playouts),
             self.params,
         ));
-        let out_of_order_limit =
-            ((self.params.max_out_of_order_evals_factor * target.evaluations as f32) as usize)
-                .max(1);
+        let out_of_order_limit = ((self.params.max_out_of_order_evals_factor
+            * target.evaluations as f32) as usize)
+            .max(1);
         let input = PassInput {
             params: self.params,
             root_moves: self.root_moves,
@@ -315,7 +313,9 @@ impl<'a> Context<'a> {
             }
             let mut exhausted = false;
             for mut collision in collisions {
-                let extra = collision.max_visits.min(collisions_left.try_into().unwrap_or(u32::MAX));
+                let extra = collision
+                    .max_visits
+                    .min(collisions_left.try_into().unwrap_or(u32::MAX));
                 if extra > collision.visits {
                     collision.grow(state.tree, extra - collision.visits);
                 }
