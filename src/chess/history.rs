@@ -47,6 +47,9 @@ pub struct HistoryEntry {
     pub rule50: u32,
     /// How many times this position occurred before (lc0's count).
     pub repetitions: u32,
+    /// Plies back to the position's last occurrence (0 where it is new): the length of the
+    /// cycle a repetition closes (lc0's plies since the previous repetition).
+    pub cycle: u32,
     /// A hash of board, side to move, castling rights and both en-passant notions (the legal
     /// square that move generation uses and lc0's flag).
     pub key: u64,
@@ -62,6 +65,7 @@ impl HistoryEntry {
             castling,
             en_passant,
             repetitions: 0,
+            cycle: 0,
             key: 0,
         };
         entry.with_key()
@@ -177,6 +181,7 @@ impl PositionHistory {
                 en_passant,
                 rule50: parsed.rule50,
                 repetitions: 0,
+                cycle: 0,
                 key: 0,
             }
             .with_key(),
@@ -245,25 +250,27 @@ impl PositionHistory {
         position.play_unchecked(m);
         let en_passant = en_passant_flag_after(&position, m);
         let mut entry = HistoryEntry::playable(position, castling, en_passant);
-        entry.repetitions = self.repetitions_of(&entry);
+        (entry.repetitions, entry.cycle) = self.repetitions_of(&entry);
         self.entries.push(entry);
     }
 
     /// lc0's rule: compare with the positions 2, 4, … plies back while no capture or pawn
-    /// move lies in between; a match counts 1 plus that position's repetitions.
-    fn repetitions_of(&self, entry: &HistoryEntry) -> u32 {
+    /// move lies in between; a match counts 1 plus that position's repetitions. Returns the
+    /// count and the plies back to the match (0, 0 where there is none).
+    fn repetitions_of(&self, entry: &HistoryEntry) -> (u32, u32) {
         if entry.rule50 < 4 {
-            return 0;
+            return (0, 0);
         }
-        for earlier in self.entries.iter().rev().skip(1).step_by(2) {
+        let earlier_ones = self.entries.iter().rev().skip(1).step_by(2);
+        for (plies, earlier) in (2..).step_by(2).zip(earlier_ones) {
             if earlier.same_board(entry) {
-                return 1 + earlier.repetitions;
+                return (1 + earlier.repetitions, plies);
             }
             if earlier.rule50 < 2 {
-                return 0;
+                return (0, 0);
             }
         }
-        0
+        (0, 0)
     }
 
     /// Takes back moves until `len` positions remain (at least the first).
@@ -307,6 +314,9 @@ mod tests {
         assert_eq!(h.last().repetitions, 2);
         let counts: Vec<_> = h.entries().iter().map(|e| e.repetitions).collect();
         assert_eq!(counts, [0, 0, 0, 0, 1, 1, 1, 1, 2]);
+        // Each repetition closes a cycle of four plies back to the last occurrence.
+        let cycles: Vec<_> = h.entries().iter().map(|e| e.cycle).collect();
+        assert_eq!(cycles, [0, 0, 0, 0, 4, 4, 4, 4, 4]);
     }
 
     /// lc0's rule: the flag follows a double push only with an enemy pawn beside the pushed

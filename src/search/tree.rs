@@ -51,6 +51,10 @@ pub struct Node {
     pub expanded: bool,
     /// The result here, when it is certain (see [`Proof`]).
     pub proof: Option<Proof>,
+    /// Where the proof is lc0's two-fold draw (the position repeats one inside the search, so
+    /// that either side could repeat it again): the plies of that cycle. Such a draw holds only
+    /// while the cycle lies below the root; it proves nothing about the parent.
+    pub two_fold: u16,
 }
 
 impl Node {
@@ -65,6 +69,7 @@ impl Node {
             children: 0..0,
             expanded: false,
             proof: None,
+            two_fold: 0,
         }
     }
 
@@ -155,7 +160,8 @@ impl Tree {
         let mut best: Option<Proof> = None;
         let mut all_proven = true;
         for child in self.children(index) {
-            let Some(p) = self.node(child).proof else {
+            let node = self.node(child);
+            let Some(p) = node.proof.filter(|_| node.two_fold == 0) else {
                 all_proven = false;
                 continue;
             };
@@ -218,7 +224,8 @@ impl Tree {
     }
 
     /// The subtree under `index` as a tree of its own (for reuse after a move). Its root is
-    /// searched on whatever was proven about it (it needs a move).
+    /// searched on whatever was proven about it (it needs a move). Two-fold draws whose cycle
+    /// no longer lies below the new root are taken back, visits and all (as lc0 does).
     pub fn subtree(&self, index: u32) -> Tree {
         let mut nodes = vec![self.node(index).clone()];
         nodes[0].mv = None;
@@ -231,7 +238,41 @@ impl Tree {
             nodes[next].children = start..nodes.len() as u32;
             next += 1;
         }
-        Tree { nodes }
+        let mut tree = Tree { nodes };
+        tree.revert_broken_two_folds(&mut vec![ROOT]);
+        tree
+    }
+
+    /// Takes back every two-fold draw under the last node of `path` whose cycle is longer than
+    /// its plies from the root: its visits leave it and its ancestors (each was a draw, worth
+    /// 0 to both sides), and it becomes a leaf to evaluate again.
+    fn revert_broken_two_folds(&mut self, path: &mut Vec<u32>) {
+        let index = *path.last().expect("a path holds the root");
+        let node = self.node(index);
+        let plies = path.len() - 1;
+        if node.two_fold > 0 && plies < usize::from(node.two_fold) {
+            let visits = node.visits;
+            for &on_path in path.iter() {
+                let n = self.node_mut(on_path);
+                let left = n.visits - visits;
+                n.draw = if left == 0 {
+                    0.0
+                } else {
+                    (n.draw * n.visits as f32 - visits as f32) / left as f32
+                };
+                n.visits = left;
+            }
+            let n = self.node_mut(index);
+            n.value_sum = 0.0;
+            n.proof = None;
+            n.two_fold = 0;
+            return;
+        }
+        for child in self.children(index) {
+            path.push(child);
+            self.revert_broken_two_folds(path);
+            path.pop();
+        }
     }
 
     /// The child of `index` reached by `mv`.
@@ -292,6 +333,51 @@ mod tests {
         tree.node_mut(b).proof = None;
         tree.propagate_proof(&[ROOT, b, 5]);
         assert_eq!(tree.node(b).proof, proof(0, 1));
+    }
+
+    #[test]
+    fn a_two_fold_draw_is_taken_back_once_its_cycle_starts_above_the_root() {
+        let moves: Vec<Move> = shakmaty::Position::legal_moves(&shakmaty::Chess::default())
+            .into_iter()
+            .collect();
+        // root → 1 → 2 → 3 → 4 → 5, each the only child; 5 a two-fold draw of a 4-ply cycle
+        // (it repeats the position at 1), visited 3 times; 4 once more by the network (v 0.5).
+        let mut tree = Tree::default();
+        for parent in 0..5 {
+            tree.expand(parent, vec![(moves[0], 1.0)]);
+        }
+        let draw = |visits: u32, extra: u32| {
+            (visits as f32 + extra as f32 * 0.25) / (visits + extra) as f32
+        };
+        for (index, visits, extra) in [(0, 3, 2), (1, 3, 2), (2, 3, 2), (3, 3, 2), (4, 3, 1)] {
+            let node = tree.node_mut(index);
+            node.visits = visits + extra;
+            node.value_sum = 0.5 * f64::from(extra);
+            node.draw = draw(visits, extra);
+        }
+        let leaf = tree.node_mut(5);
+        (leaf.visits, leaf.draw, leaf.two_fold) = (3, 1.0, 4);
+        leaf.proof = Some(Proof { value: 0, plies: 0 });
+        // From 1 the draw lies 4 plies down: its cycle (back to 1) is still inside.
+        let kept = tree.subtree(1);
+        assert_eq!(kept.node(4).two_fold, 4);
+        assert_eq!(kept.node(ROOT).visits, 5);
+        // From 2 it lies 3 plies down and repeats a position above the root: taken back.
+        let sub = tree.subtree(2);
+        let leaf = sub.node(3);
+        assert_eq!((leaf.visits, leaf.proof, leaf.two_fold), (0, None, 0));
+        assert!(!leaf.expanded);
+        for index in 0..3 {
+            let node = sub.node(index);
+            let extra = if index == 2 { 1 } else { 2 };
+            assert_eq!(node.visits, extra, "node {index}");
+            assert!(
+                (node.draw - 0.25).abs() < 1e-6,
+                "node {index}: {}",
+                node.draw
+            );
+            assert!((node.value_sum - 0.5 * f64::from(extra)).abs() < 1e-12);
+        }
     }
 
     #[test]

@@ -392,6 +392,9 @@ impl<'a> Context<'a> {
         if let Some(value) = terminal {
             return LeafOutcome::Terminal(value);
         }
+        if let Some(cycle) = two_fold_draw(history, path.len() - 1) {
+            return LeafOutcome::TwoFold(cycle);
+        }
         let encoded = encode_position(history, self.backend.input_format(), self.fill);
         let current = history.last();
         let legal = entry_moves_with_indices(current, encoded.transform);
@@ -408,6 +411,15 @@ impl<'a> Context<'a> {
     }
 }
 
+/// lc0's two-fold draw (its TwoFoldDraws, on by default): a position `plies` below the root
+/// that repeats one inside the search (its cycle no longer than those plies) is scored a draw,
+/// since the side that steered into it can repeat again. Returns the cycle's plies.
+fn two_fold_draw(history: &PositionHistory, plies: usize) -> Option<u16> {
+    let entry = history.last();
+    let inside = plies >= 4 && usize::try_from(entry.cycle).is_ok_and(|c| c <= plies);
+    (entry.repetitions == 1 && inside).then(|| u16::try_from(entry.cycle).unwrap_or(u16::MAX))
+}
+
 /// Backs up a leaf answered without the backend.
 fn answer(state: &mut TreeState, path: &[u32], outcome: LeafOutcome) {
     match outcome {
@@ -421,6 +433,15 @@ fn answer(state: &mut TreeState, path: &[u32], outcome: LeafOutcome) {
             state.tree.node_mut(leaf).proof = Some(proof);
             back_up_proven(state.tree, path, proof);
             state.tree.propagate_proof(path);
+        }
+        LeafOutcome::TwoFold(cycle) => {
+            let proof = Proof { value: 0, plies: 0 };
+            let leaf = state
+                .tree
+                .node_mut(*path.last().expect("a path holds the root"));
+            leaf.proof = Some(proof);
+            leaf.two_fold = cycle;
+            back_up_proven(state.tree, path, proof);
         }
         LeafOutcome::Cached(legal, eval) => expand_and_back_up(state.tree, path, &legal, &eval),
         LeafOutcome::Pending(_) => unreachable!("pending leaves go to the backend"),
@@ -459,6 +480,8 @@ enum LeafOutcome {
     Proven(Proof),
     /// A game end by the rules, first found now: the result for the player who moved into it.
     Terminal(f32),
+    /// lc0's two-fold draw, first found now: the plies of the repetition's cycle.
+    TwoFold(u16),
     /// In the NN cache: its legal moves with their policy indices, and the evaluation.
     Cached(Vec<(Move, usize)>, CachedEval),
     Pending(Box<PendingLeaf>),
@@ -485,4 +508,27 @@ fn back_up_proven(tree: &mut Tree, path: &[u32], proof: Proof) {
 /// Whether `start` is `limit` or more ago.
 pub(super) fn past(start: Instant, limit: Option<Duration>) -> bool {
     limit.is_some_and(|t| start.elapsed() >= t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_fold_draws_need_their_cycle_inside_the_search() {
+        let shuffle = "g1f3 g8f6 f3g1 f6g8";
+        let once = PositionHistory::from_spec(&format!("startpos moves {shuffle}")).unwrap();
+        // The start position again, 4 plies after its first occurrence.
+        assert_eq!(two_fold_draw(&once, 4), Some(4));
+        assert_eq!(two_fold_draw(&once, 9), Some(4));
+        // Searched from 2 or 3 plies before it, the first occurrence lies above the root.
+        assert_eq!(two_fold_draw(&once, 3), None);
+        assert_eq!(two_fold_draw(&once, 2), None);
+        // No repetition, or a third occurrence (a draw by the rules, not this one).
+        let fresh = PositionHistory::from_spec("startpos moves g1f3 g8f6 f3g1").unwrap();
+        assert_eq!(two_fold_draw(&fresh, 8), None);
+        let twice =
+            PositionHistory::from_spec(&format!("startpos moves {shuffle} {shuffle}")).unwrap();
+        assert_eq!(two_fold_draw(&twice, 8), None);
+    }
 }
