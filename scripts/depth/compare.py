@@ -108,7 +108,7 @@ def last_info(lines):
         if not words or words[0] != "info" or "pv" not in words or "depth" not in words:
             continue
         info = {"pv": words[words.index("pv") + 1 :]}
-        for key in ("depth", "seldepth", "nodes"):
+        for key in ("depth", "seldepth", "nodes", "nps"):
             if key in words:
                 info[key] = int(words[words.index(key) + 1])
         if "score" in words:
@@ -166,11 +166,12 @@ def main():
                     "engine": name, "minibatch": minibatch, "threads": threads,
                     "position": position, "bestmove": r["bestmove"], "depth": r.get("depth"),
                     "seldepth": r.get("seldepth"), "nodes": r.get("nodes"),
-                    "pv_length": len(r["pv"]), "score": r.get("score"),
+                    "pv_length": len(r["pv"]), "score": r.get("score"), "nps": r.get("nps"),
                     "seconds": round(r["seconds"], 3),
                 })
             print(f"{label:32} depth {' '.join(str(r.get('depth')) for r in results):24} "
-                  f"pv {' '.join(str(len(r['pv'])) for r in results)}", flush=True)
+                  f"pv {' '.join(str(len(r['pv'])) for r in results):24} "
+                  f"nps {' '.join(str(r.get('nps')) for r in results)}", flush=True)
 
     reference_label, reference = configs[0]
     print(f"\nagainst {reference_label} (per position: PV length and depth differences)")
