@@ -269,8 +269,9 @@ class Engine:
     def search(self, position, go, timeout):
         """Sends `position` and `go`, waits for `bestmove` up to `timeout` seconds after `go`.
 
-        Returns (bestmove token or None, merged info of the first PV, seconds from `go` to
-        `bestmove`). Raises EngineError on a crash or at the timeout."""
+        Returns (bestmove token or None, merged info of the first PV with the last `info
+        string` under "string", seconds from `go` to `bestmove`). Raises EngineError on a crash
+        or at the timeout."""
         self.drain()
         self.send(position)
         start = time.monotonic()
@@ -279,7 +280,9 @@ class Engine:
         info = {}
         while True:
             t, line = self.next_line(deadline, "bestmove")
-            if line.startswith("info "):
+            if line.startswith("info string "):
+                info["string"] = line[len("info string "):]
+            elif line.startswith("info "):
                 parsed = parse_info(line)
                 if parsed:
                     info.update(parsed)

@@ -566,8 +566,8 @@ def play_game(args, slot, index):
         if move is None or move not in board.legal_moves:
             engine.kill()  # in whatever state it is, it starts afresh for its next game
             slot.runner.report_failure(engine, EngineError("illegal move", str(best)))
-            lose(mover, "illegal move",
-                 f"{specs[i].name} played {best!r} in {board.fen()}")
+            said = f" (its last info string: {info['string']})" if "string" in info else ""
+            lose(mover, "illegal move", f"{specs[i].name} played {best!r} in {board.fen()}{said}")
             break
         board.push(move)
         node = node.add_variation(move)
@@ -945,6 +945,10 @@ def print_summary(s, out=sys.stdout):
         p(f"{label} {stats.fmt_elo(m['elo'])} +/- {m['elo_margin']:.1f}  "
           f"95 % [{stats.fmt_elo(m['elo_low'])}, {stats.fmt_elo(m['elo_high'])}]  "
           f"(n={m['n']} {unit}, score {m['score']:.4f}, se {m['stderr']:.4f})", file=out)
+    penta = s["pentanomial"]
+    if penta and penta["n"] > 1 and penta["stderr"] == 0.0:
+        p("  (every pair scored the same, as deterministic engines playing each opening with "
+          "both colours do: the pentanomial interval has zero width and says nothing)", file=out)
     pc = s["pairs"]["counts"]
     p(f"Pairs ({a}'s points of 2): 0:{pc[0]}  0.5:{pc[1]}  1:{pc[2]}  1.5:{pc[3]}  2:{pc[4]}",
       file=out)

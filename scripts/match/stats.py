@@ -63,8 +63,9 @@ def _interval(samples, weights):
         "elo": e,
         "elo_low": e_lo,
         "elo_high": e_hi,
-        # Half the width of the interval, as cutechess-cli prints "Elo +/- margin".
-        "elo_margin": (e_hi - e_lo) / 2.0,
+        # Half the width of the interval, as cutechess-cli prints "Elo +/- margin"; infinite
+        # where a bound is (both bounds at +inf or at -inf included).
+        "elo_margin": (e_hi - e_lo) / 2.0 if math.isfinite(e_hi - e_lo) else math.inf,
         "los": _los_normal(mu, se),
     }
 

@@ -126,6 +126,9 @@ class Statistics(unittest.TestCase):
         self.assertAlmostEqual(stats.elo(0.25), -190.848502, places=5)
         self.assertEqual(stats.elo(1.0), math.inf)
         self.assertEqual(stats.elo(0.0), -math.inf)
+        # All won: no finite estimate, bound or margin.
+        t = stats.trinomial(2, 0, 0)
+        self.assertEqual((t["elo"], t["elo_low"], t["elo_margin"]), (math.inf, math.inf, math.inf))
 
     def test_trinomial_by_hand(self):
         # W=6 D=2 L=2, N=10:
@@ -328,6 +331,7 @@ class Failures(unittest.TestCase):
         self.assertEqual((summary["wins"], summary["losses"]), (0, 2))
         self.assertEqual(summary["engines"][0]["faults"]["illegal move"], 2)
         self.assertIn("'e1e8'", games[0].headers["TerminationDetails"])
+        self.assertIn("its last info string: picked e1e8", games[0].headers["TerminationDetails"])
 
     def test_watchdog(self):
         run, summary, games = run_match(*fake("good"), *fake("bad", "--hang-at 2"),
