@@ -313,10 +313,13 @@ impl<'a> Context<'a> {
             }
             let mut exhausted = false;
             for mut collision in collisions {
+                // lc0 grows a collision that took a whole pass, to end the gathering sooner;
+                // only once something waits for the backend here: a thread whose gathering found
+                // nothing yet (all of it in another thread's batch) gathers on past it instead.
                 let extra = collision
                     .max_visits
                     .min(collisions_left.try_into().unwrap_or(u32::MAX));
-                if extra > collision.visits {
+                if extra > collision.visits && !gathered.pending.is_empty() {
                     collision.grow(state.tree, extra - collision.visits);
                 }
                 collisions_left -= i64::from(collision.visits);
