@@ -129,6 +129,7 @@ fn the_handshake_lists_the_options() {
         "SmartPruningFactor",
         "MultiPV",
         "UCI_ShowWDL",
+        "ScoreType",
         "VerboseMoveStats",
         "Ponder",
     ] {
@@ -420,6 +421,117 @@ fn pondering_waits_for_ponderhit_then_uses_its_time() {
     let lines = engine.until("bestmove", 5 * SECOND);
     let best = lines.last().unwrap().split_whitespace().nth(1).unwrap();
     PositionHistory::from_spec(&format!("startpos moves e2e4 e7e5 {best}")).unwrap();
+    engine.quit();
+}
+
+/// The `score cp` and `wdl` (as fractions) of the last `info depth` line in `lines`.
+fn score_and_wdl(lines: &[String]) -> (i32, [f64; 3]) {
+    let line = lines
+        .iter()
+        .rev()
+        .find(|l| l.starts_with("info depth"))
+        .unwrap();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = |key: &str| words.iter().position(|w| *w == key).unwrap() + 1;
+    assert_eq!(words[at("score")], "cp", "{line}");
+    let cp = words[at("score") + 1].parse().unwrap();
+    let wdl = [0, 1, 2].map(|i| words[at("wdl") + i].parse::<f64>().unwrap() / 1000.0);
+    (cp, wdl)
+}
+
+/// lc0's ScoreType: listed with its choices and default, each choice printing its formula of
+/// the same search's W, D, L (computed here from the printed W − L and W/D/L), a misspelt
+/// value refused.
+#[test]
+fn score_type_chooses_the_scale_of_the_score() {
+    let mut engine = Engine::start();
+    engine.send("uci");
+    let lines = engine.until("uciok", 10 * SECOND);
+    let choices = [
+        "centipawn",
+        "centipawn_with_drawscore",
+        "centipawn_2019",
+        "centipawn_2018",
+        "win_percentage",
+        "Q",
+        "W-L",
+        "WDL_mu",
+    ];
+    let vars: String = choices.iter().map(|c| format!(" var {c}")).collect();
+    let listed = format!("option name ScoreType type combo default WDL_mu{vars}");
+    assert!(lines.contains(&listed), "{lines:?}");
+    for option in [
+        "Threads value 1",
+        "SmartPruningFactor value 0",
+        "UCI_ShowWDL value true",
+    ] {
+        engine.send(&format!("setoption name {option}"));
+    }
+    let position = "position startpos moves e2e4 e7e5 g1f3 b8c6";
+    engine.send(position);
+    let (_, lines) = engine.best_move("go nodes 64");
+    let (default, _) = score_and_wdl(&lines);
+    // `go nodes 64` counts the visits kept from the last search: every later search reports
+    // the same tree again, without a playout, under another score type.
+    let mut score = |score_type: &str| {
+        engine.send(&format!("setoption name ScoreType value {score_type}"));
+        engine.send(position);
+        let (_, lines) = engine.best_move("go nodes 64");
+        score_and_wdl(&lines)
+    };
+    let (x, [w, _, l]) = score("W-L");
+    assert_eq!(score("Q").0, x);
+    // 10000·(W − L) truncated toward zero: W − L lies in this interval (widened by a hair for
+    // the float arithmetic).
+    let lo = f64::from(if x > 0 { x } else { x - 1 }) / 10000.0 - 1e-6;
+    let hi = f64::from(if x < 0 { x } else { x + 1 }) / 10000.0 + 1e-6;
+    type Formula = fn(f64) -> f64;
+    let formulas: [(&str, Formula); 5] = [
+        ("centipawn", |q| 90.0 * (1.563_754_189_7 * q).tan()),
+        // No DrawScore in lc0rs: Q = W − L.
+        ("centipawn_with_drawscore", |q| {
+            90.0 * (1.563_754_189_7 * q).tan()
+        }),
+        ("centipawn_2019", |q| {
+            295.0 * q / (1.0 - 0.976_953_126 * q.powi(14))
+        }),
+        ("centipawn_2018", |q| {
+            290.680_623_072 * (1.548_090_806 * q).tan()
+        }),
+        ("win_percentage", |q| 5000.0 * q + 5000.0),
+    ];
+    for (score_type, formula) in formulas {
+        // Each formula increases with W − L.
+        let (low, high) = (formula(lo) as i32, formula(hi) as i32);
+        let printed = score(score_type).0;
+        assert!(
+            (low..=high).contains(&printed),
+            "{score_type}: {printed} not in {low}..={high} (W − L {x}/10000)"
+        );
+    }
+    // WDL_mu, the default: 100·μ of lc0's logistic WDL model, μ = (a − b)/(a + b) with a =
+    // ln(1/L − 1), b = ln(1/W − 1); W and L shown per mille move μ by under 0.01 here.
+    let (mu_cp, _) = score("WDL_mu");
+    let (a, b) = ((1.0 / l - 1.0).ln(), (1.0 / w - 1.0).ln());
+    let mu = (a - b) / (a + b);
+    assert!(
+        (f64::from(mu_cp) - 100.0 * mu).abs() <= 2.0,
+        "WDL_mu {mu_cp}, μ = {mu} from W {w} L {l}"
+    );
+    assert_eq!(mu_cp, default);
+    // lc0's choices are spelt exactly: another spelling is refused and the score type kept.
+    engine.send("setoption name ScoreType value wdl_mu");
+    let reply = engine.until("info string", 5 * SECOND);
+    assert_eq!(
+        reply.last().unwrap(),
+        &format!(
+            "info string option ScoreType: \"wdl_mu\" is not one of {}",
+            choices.join(", ")
+        )
+    );
+    engine.send(position);
+    let (_, lines) = engine.best_move("go nodes 64");
+    assert_eq!(score_and_wdl(&lines).0, mu_cp);
     engine.quit();
 }
 

@@ -2,8 +2,9 @@
 
 use std::fmt::Write as _;
 
+use super::score::{ScoreType, line_score, shown};
 use crate::search::stats::MoveStats;
-use crate::search::{PvLine, SearchInfo, uci};
+use crate::search::{SearchInfo, uci};
 
 /// What the options ask the `info` lines to show.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -12,11 +13,15 @@ pub struct InfoStyle {
     pub show_wdl: bool,
     /// VerboseMoveStats: an `info string` per root move after the search.
     pub verbose_move_stats: bool,
+    /// ScoreType: what `score cp` shows (see [`super::score`]).
+    pub score_type: ScoreType,
+    /// Whether the network has a WDL head (`WDL_mu` needs one); set for each search.
+    pub has_wdl: bool,
 }
 
 /// `info depth .. seldepth .. time .. nodes .. score cp|mate .. [wdl ..] hashfull .. nps ..
 /// tbhits 0 [multipv i] pv ..`, one line per MultiPV line (`multipv` shown whenever MultiPV
-/// above 1 was asked), as lc0 writes them.
+/// above 1 was asked), as lc0 writes them, each line's score as ScoreType asks.
 pub fn info_lines(info: &SearchInfo, style: InfoStyle) -> Vec<String> {
     let common = format!(
         "info depth {} seldepth {} time {} nodes {}",
@@ -27,16 +32,18 @@ pub fn info_lines(info: &SearchInfo, style: InfoStyle) -> Vec<String> {
     );
     let counters = format!("hashfull {} nps {} tbhits 0", info.hashfull, info.nps());
     if info.lines.is_empty() {
-        let score = format!("cp {}", info.centipawns());
-        return vec![format!("{common} score {score} {counters}")];
+        // No root move has a value yet: the root's Q, without a D.
+        let value = shown(info.q, 0.0, info.mate, style.score_type, style.has_wdl);
+        return vec![format!("{common} score {} {counters}", value.score)];
     }
     info.lines
         .iter()
         .enumerate()
         .map(|(i, line)| {
-            let mut text = format!("{common} score {}", score(line));
+            let value = line_score(line, style.score_type, style.has_wdl);
+            let mut text = format!("{common} score {}", value.score);
             if style.show_wdl {
-                let [w, d, l] = line.wdl_per_mille();
+                let [w, d, l] = value.wdl;
                 let _ = write!(text, " wdl {w} {d} {l}");
             }
             let _ = write!(text, " {counters}");
@@ -60,13 +67,6 @@ pub fn currmove_line(info: &SearchInfo) -> Option<String> {
         uci(m, info.chess960),
         line.move_number
     ))
-}
-
-fn score(line: &PvLine) -> String {
-    match line.mate {
-        Some(m) => format!("mate {m}"),
-        None => format!("cp {}", line.centipawns()),
-    }
 }
 
 /// lc0's VerboseMoveStats lines: per root move (the least promising first) its move, policy
@@ -120,6 +120,7 @@ pub fn verbose_move_stats(stats: &[(MoveStats, usize)], chess960: bool) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::PvLine;
     use shakmaty::{Chess, Position};
     use std::time::Duration;
 
@@ -160,17 +161,28 @@ mod tests {
         let style = InfoStyle {
             show_wdl: true,
             verbose_move_stats: false,
+            score_type: ScoreType::Centipawn,
+            has_wdl: true,
         };
         let lines = info_lines(&info, style);
         let first = uci(&info.lines[0].pv[0], false);
-        // 90·tan(1.5637541897·0.3) = 45.63 → 46; W = 500·(1 + 0.3 − 0.3) = 500, L = 500·(1 −
-        // 0.3 − 0.3) = 200, D = 300.
+        // 90·tan(1.5637541897·0.3) = 45.62 → 45 (truncated, as lc0 does); W = 500·(1 + 0.3 −
+        // 0.3) = 500, L = 500·(1 − 0.3 − 0.3) = 200, D = 300.
         assert_eq!(
             lines[0],
             format!(
-                "info depth 1 seldepth 3 time 100 nodes 200 score cp 46 wdl 500 300 200 hashfull 12 nps 2000 tbhits 0 multipv 1 pv {first}"
+                "info depth 1 seldepth 3 time 100 nodes 200 score cp 45 wdl 500 300 200 hashfull 12 nps 2000 tbhits 0 multipv 1 pv {first}"
             )
         );
+        // The default, WDL_mu: W 0.5, L 0.2 give μ = (ln 4 − ln 1)/(ln 4 + ln 1) = 1, not below
+        // 1, and the fallback 45·tan(1.56728071628·0.3) = 22.87 is smaller: 100·μ. Without a
+        // WDL head the fallback, 22.
+        let wdl_mu = InfoStyle {
+            has_wdl: true,
+            ..InfoStyle::default()
+        };
+        assert!(info_lines(&info, wdl_mu)[0].contains(" score cp 100 hashfull "));
+        assert!(info_lines(&info, InfoStyle::default())[0].contains(" score cp 22 hashfull "));
         assert!(lines[1].contains(" score mate -2 wdl "), "{}", lines[1]);
         assert!(lines[1].contains(" multipv 2 pv "), "{}", lines[1]);
         let one_line = SearchInfo {

@@ -8,6 +8,7 @@
 mod go;
 mod info;
 mod options;
+mod score;
 
 use std::io::{BufRead, Write};
 use std::str::FromStr;
@@ -42,6 +43,8 @@ pub enum UciError {
     },
     #[error("{0:?} is not true or false")]
     NotABool(String),
+    #[error("{value:?} is not one of {choices}")]
+    NotAChoice { value: String, choices: String },
     #[error("no such option")]
     UnknownOption,
     #[error("{command} {key}: missing value")]
@@ -383,8 +386,12 @@ impl Engine {
         // `go infinite` and `go ponder` must not answer before `stop` (or `ponderhit`).
         let endless = command.infinite || command.ponder;
         let stop = Arc::new(AtomicBool::new(false));
+        let style = InfoStyle {
+            has_wdl: search.backend().attributes().has_wdl,
+            ..self.style
+        };
         let progress = Arc::new(Progress {
-            style: self.style,
+            style,
             ..Progress::default()
         });
         let (out, flag, shared) = (self.out.clone(), stop.clone(), progress.clone());

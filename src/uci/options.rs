@@ -3,6 +3,7 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::score::ScoreType;
 use super::{Engine, UciError, say, truncate};
 use crate::search::SearchParams;
 use crate::search::time::TimeManager;
@@ -60,6 +61,7 @@ impl Engine {
             "option name Ponder type check default true".to_owned(),
             "option name MultiPV type spin default 1 min 1 max 500".to_owned(),
             "option name UCI_ShowWDL type check default false".to_owned(),
+            score_type_option(),
             "option name VerboseMoveStats type check default false".to_owned(),
             "option name UCI_Chess960 type check default false".to_owned(),
             "uciok".to_owned(),
@@ -101,6 +103,7 @@ impl Engine {
             "uci_chess960" => params.chess960 = parse_check(value)?,
             "multipv" => params.multipv = parse_in(value, 1, 500)?,
             "uci_showwdl" => self.style.show_wdl = parse_check(value)?,
+            "scoretype" => self.style.score_type = parse_score_type(value)?,
             "verbosemovestats" => self.style.verbose_move_stats = parse_check(value)?,
             // GUIs send it; pondering needs nothing set up beforehand.
             "ponder" => {
@@ -116,6 +119,27 @@ impl Engine {
         self.params = params;
         Ok(())
     }
+}
+
+/// lc0's ScoreType: a `combo` of its score types, `WDL_mu` by default.
+fn score_type_option() -> String {
+    let mut line = format!(
+        "option name ScoreType type combo default {}",
+        ScoreType::default().name()
+    );
+    for t in ScoreType::ALL {
+        line.push_str(" var ");
+        line.push_str(t.name());
+    }
+    line
+}
+
+/// ScoreType's value: one of its choices, spelled exactly as listed (as lc0 requires).
+fn parse_score_type(value: &str) -> Result<ScoreType, UciError> {
+    ScoreType::from_name(value).ok_or_else(|| UciError::NotAChoice {
+        value: truncate(value).to_owned(),
+        choices: ScoreType::ALL.map(ScoreType::name).join(", "),
+    })
 }
 
 /// A `check` option's value.
