@@ -162,11 +162,6 @@ pub struct SearchInfo {
 }
 
 impl PvLine {
-    /// lc0's centipawn score from Q: `90·tan(1.5637541897·q)`.
-    pub fn centipawns(&self) -> i32 {
-        centipawns(self.q)
-    }
-
     /// W, D, L per mille, summing to 1000 (UCI `wdl`), rounded as lc0 rounds them: W and L
     /// from Q and D, D the rest (where W and L overshoot, D is 0 and they share the excess).
     pub fn wdl_per_mille(&self) -> [i32; 3] {
@@ -184,12 +179,6 @@ impl PvLine {
     }
 }
 
-/// lc0's centipawn score from Q: `90·tan(1.5637541897·q)`.
-fn centipawns(q: f32) -> i32 {
-    let q = f64::from(q.clamp(-0.9999, 0.9999));
-    (90.0 * (1.563_754_189_7 * q).tan()).round() as i32
-}
-
 impl SearchInfo {
     pub fn nps(&self) -> u64 {
         let secs = self.elapsed.as_secs_f64();
@@ -198,11 +187,6 @@ impl SearchInfo {
         } else {
             0
         }
-    }
-
-    /// lc0's centipawn score from Q: `90·tan(1.5637541897·q)`.
-    pub fn centipawns(&self) -> i32 {
-        centipawns(self.q)
     }
 
     /// The principal variation in UCI notation.

@@ -198,30 +198,3 @@ fn stop_is_answered_while_the_backend_is_busy() {
         .count();
     assert_eq!(answers, 1, "{:?}", seen.1);
 }
-
-#[test]
-fn centipawns_follow_lc0s_curve() {
-    let info = |q| SearchInfo {
-        depth: 1,
-        seldepth: 1,
-        nodes: 1,
-        playouts: 1,
-        elapsed: Duration::ZERO,
-        q,
-        mate: None,
-        pv: Vec::new(),
-        lines: Vec::new(),
-        hashfull: 0,
-        chess960: false,
-        numbered_lines: false,
-        collisions: 0,
-        batches: 0,
-        evaluated: 0,
-        times: Default::default(),
-    };
-    assert_eq!(info(0.0).centipawns(), 0);
-    // 90·tan(1.5637541897·0.5) = 90·0.99435… ≈ 89.5
-    assert_eq!(info(0.5).centipawns(), 89);
-    assert_eq!(info(-0.5).centipawns(), -89);
-    assert!(info(1.0).centipawns() > 10_000);
-}
