@@ -404,6 +404,7 @@ impl Search {
             stop,
             threads,
             in_backend: AtomicUsize::new(0),
+            batches_in_flight: AtomicUsize::new(0),
         };
         let outcome = std::thread::scope(|scope| {
             let helpers: Vec<_> = (1..threads)

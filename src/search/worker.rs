@@ -119,6 +119,8 @@ pub(super) struct Context<'a> {
     /// a full minibatch only while another keeps the backend busy (lc0's idling rule).
     pub threads: usize,
     pub in_backend: AtomicUsize,
+    /// Batches gathered and not yet backed up (in a backend call or waiting for the lock).
+    pub batches_in_flight: AtomicUsize,
 }
 
 /// What a thread asks before each batch: `Some(target)` to gather, `None` to end the search.
@@ -157,7 +159,8 @@ impl<'a> Context<'a> {
             let gathered = self.gather(&mut state, &mut history, target);
             state.stats.profile.add(Phase::Gather, start.elapsed());
             if gathered.pending.is_empty() {
-                if gathered.answered > 0 || self.in_backend.load(Ordering::Acquire) == 0 {
+                let others_pending = self.batches_in_flight.load(Ordering::Acquire) > 0;
+                if gathered.answered > 0 || !others_pending {
                     // Work was backed up (or no other thread's batch will be): the collisions
                     // held so far are taken back, as after any back-up.
                     state.cancel_collisions();
@@ -166,7 +169,8 @@ impl<'a> Context<'a> {
                     after_batch();
                     continue;
                 }
-                // Everything collided with other threads' batches: wait for one of them.
+                // Everything collided with other threads' batches: wait for one of them to be
+                // backed up (the wait lets go of the lock, which that back-up needs).
                 let start = Instant::now();
                 let (mut state, _) = self
                     .backed_up
@@ -178,6 +182,7 @@ impl<'a> Context<'a> {
                     .add(Phase::CollisionWait, start.elapsed());
                 continue;
             }
+            self.batches_in_flight.fetch_add(1, Ordering::AcqRel);
             drop(state);
             self.evaluate(gathered.pending)?;
             after_batch();
@@ -244,6 +249,7 @@ impl<'a> Context<'a> {
             }
         };
         state.cancel_collisions();
+        self.batches_in_flight.fetch_sub(1, Ordering::AcqRel);
         state
             .stats
             .profile
