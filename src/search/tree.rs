@@ -209,15 +209,17 @@ impl Tree {
             .then(a.prior.total_cmp(&b.prior))
     }
 
-    /// The principal variation from `index`: most-visited children while they have visits.
+    /// The principal variation from `index`, as lc0 prints it: the best child (see
+    /// [`Tree::ranked_children`]) while it has visits, then the best move of the last node
+    /// searched (its policy's first choice where none of its moves has a visit yet).
     pub fn principal_variation(&self, mut index: u32) -> Vec<Move> {
         let mut pv = Vec::new();
         while let Some(child) = self.best_child(index) {
             let node = self.node(child);
+            pv.extend(node.mv);
             if node.visits == 0 {
                 break;
             }
-            pv.extend(node.mv);
             index = child;
         }
         pv

@@ -71,11 +71,13 @@ fn written(lines: &Lines) -> Vec<String> {
 }
 
 /// The move of the first `bestmove` line after `skip` of them.
+/// The move of the `skip`+1-th `bestmove` line (without its `ponder` move).
 fn nth_best_move(lines: &Lines, skip: usize) -> Option<String> {
     written(lines)
         .iter()
         .filter_map(|l| l.strip_prefix("bestmove "))
         .nth(skip)
+        .and_then(|rest| rest.split_whitespace().next())
         .map(str::to_owned)
 }
 
