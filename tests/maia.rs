@@ -6,10 +6,10 @@
 mod common;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use common::naive_tower::{move_keys, naive_forward};
+use common::prereq::maia;
 use common::tower::from_net;
 use lc0rs::backend::create_backend;
 use lc0rs::chess::policy_index::entry_moves_with_indices;
@@ -18,27 +18,6 @@ use lc0rs::weights::container::read_net_file;
 use lc0rs::weights::format::{Activation, InputFormat};
 use lc0rs::weights::tower::TowerPolicy;
 use lc0rs::weights::{LoadOptions, Model, load_model_file_with_info};
-
-/// The network file, or `None` (with a printed skip) where it is absent outside CI.
-fn maia() -> Option<PathBuf> {
-    let path = std::env::var_os("LC0RS_MAIA_NET").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/maia/maia-1900.pb.gz"),
-        PathBuf::from,
-    );
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing; CI fetches it with scripts/fetch-maia.sh",
-        path.display()
-    );
-    eprintln!(
-        "skipped: {} not found (run scripts/fetch-maia.sh)",
-        path.display()
-    );
-    None
-}
 
 /// Openings, middlegames and endgames, both sides to move, with history.
 const GAMES: [&str; 5] = [

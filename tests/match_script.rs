@@ -4,14 +4,12 @@
 
 use std::process::Command;
 
+#[path = "common/prereq.rs"]
+mod prereq;
+
 #[test]
 fn the_match_runner_passes_its_tests() {
-    let has_chess = Command::new("python3")
-        .args(["-c", "import chess.engine"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_chess {
-        println!("skipped: python3 with python-chess not found (pip install chess)");
+    if !prereq::python_chess() {
         return;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/match/test_match.py");

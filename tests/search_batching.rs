@@ -3,7 +3,6 @@
 //! real Maia 1900 net searched with minibatches of 1, 16 and 256 reaches the same depth and
 //! mostly the same move (the tree must not spread into breadth as the minibatch grows).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -17,6 +16,9 @@ use lc0rs::search::tree::{ROOT, Tree};
 use lc0rs::search::{Limits, Search, SearchParams, SearchResult, uci};
 use lc0rs::weights::LoadOptions;
 use lc0rs::weights::format::InputFormat;
+
+#[path = "common/prereq.rs"]
+mod prereq;
 
 const POLICY_SIZE: usize = 1858;
 
@@ -166,27 +168,6 @@ fn every_node_gets_the_outputs_of_its_own_position() {
     }
 }
 
-/// The Maia 1900 net, or `None` (with a printed skip) where it is absent outside CI.
-fn maia() -> Option<PathBuf> {
-    let path = std::env::var_os("LC0RS_MAIA_NET").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/maia/maia-1900.pb.gz"),
-        PathBuf::from,
-    );
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing; CI fetches it with scripts/fetch-maia.sh",
-        path.display()
-    );
-    eprintln!(
-        "skipped: {} not found (run scripts/fetch-maia.sh)",
-        path.display()
-    );
-    None
-}
-
 /// Openings, middlegames and endgames, both sides to move.
 const POSITIONS: [&str; 8] = [
     "startpos",
@@ -224,7 +205,9 @@ fn maia_search(
 
 #[test]
 fn large_minibatches_keep_the_depth_and_the_move() {
-    let Some(path) = maia() else { return };
+    let Some(path) = prereq::maia() else {
+        return;
+    };
     let (net, _) = NetSource::parse(Some(path.to_str().unwrap()))
         .unwrap()
         .load(&LoadOptions::default(), &mut |_, _| {})

@@ -10,6 +10,9 @@ use lc0rs::chess::PositionHistory;
 use lc0rs::search::terminal_value;
 use shakmaty::Position;
 
+#[path = "common/prereq.rs"]
+mod prereq;
+
 struct Engine {
     child: Child,
     stdin: ChildStdin,
@@ -687,12 +690,7 @@ fn malformed_input_never_crashes_the_engine() {
 /// MultiPV and WDL (`tests/uci_python.py`), where python-chess is installed.
 #[test]
 fn python_chess_plays_full_games() {
-    let has_chess = Command::new("python3")
-        .args(["-c", "import chess.engine"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_chess {
-        println!("skipped: python3 with python-chess not found (pip install chess)");
+    if !prereq::python_chess() {
         return;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/uci_python.py");

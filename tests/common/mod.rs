@@ -6,6 +6,7 @@ pub mod gpu;
 pub mod kernels;
 pub mod naive_tower;
 pub mod planes;
+pub mod prereq;
 pub mod tower;
 
 use lc0rs::weights::network::{Dense, LayerNorm, Network};
