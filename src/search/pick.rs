@@ -408,3 +408,49 @@ pub(super) fn collision_budget(nodes: f64, params: &SearchParams) -> u32 {
     let high = f64::from(params.max_collision_visits);
     (1.0 + (high - 1.0) * ratio).round() as u32
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_collision_budget_grows_with_the_tree_as_lc0s() {
+        let p = SearchParams::default();
+        // 1 + 79,999·((n − 28) / 144,972)^1.25, rounded; 1 up to 28 visits, 80,000 from 145,000.
+        for (nodes, budget) in [
+            (0.0, 1),
+            (28.0, 1),
+            (29.0, 1),
+            (800.0, 116),
+            (50_000.0, 21_130),
+        ] {
+            assert_eq!(collision_budget(nodes, &p), budget, "{nodes} nodes");
+        }
+        assert_eq!(collision_budget(145_000.0, &p), 80_000);
+        assert_eq!(collision_budget(f64::INFINITY, &p), 80_000);
+        // A scaling end of 0 turns the scaling off.
+        let flat = SearchParams {
+            collision_scaling_end: 0,
+            ..p
+        };
+        assert_eq!(collision_budget(5.0, &flat), 80_000);
+    }
+
+    #[test]
+    fn the_best_child_takes_visits_until_the_second_would_overtake_it() {
+        // wP = 2, util −0.1, 3 visits started: 2 / (1 + 3 + k) − 0.1 < 0.2 first at k = 3
+        // (2/7 = 0.286 − 0.1 = 0.186), so the formula's 2 / 0.3 − 4 + 1 = 3.67 truncates to 3.
+        let scores = ChildScores {
+            children: 1..3,
+            weighted_prior: vec![2.0, 0.5],
+            util: vec![-0.1, 0.0],
+            started: vec![3, 0],
+            score: vec![0.4, 0.5],
+        };
+        assert_eq!(scores.visits_to_change_best(0, 0.2), 3);
+        // A best child whose Q alone beats the second never changes.
+        assert_eq!(scores.visits_to_change_best(1, -0.5), u32::MAX);
+        // Never fewer than one (2 / 0.6 − 3 = 0.33).
+        assert_eq!(scores.visits_to_change_best(0, 0.5), 1);
+    }
+}

@@ -56,6 +56,26 @@ impl Engine {
                 p.smart_pruning_factor
             ),
             format!(
+                "option name MaxCollisionVisits type spin default {} min 1 max 100000000",
+                p.max_collision_visits
+            ),
+            format!(
+                "option name MaxCollisionVisitsScalingStart type spin default {} min 1 max 100000",
+                p.collision_scaling_start
+            ),
+            format!(
+                "option name MaxCollisionVisitsScalingEnd type spin default {} min 0 max 100000000",
+                p.collision_scaling_end
+            ),
+            format!(
+                "option name MaxCollisionVisitsScalingPower type string default {}",
+                p.collision_scaling_power
+            ),
+            format!(
+                "option name MaxOutOfOrderEvalsFactor type string default {}",
+                p.max_out_of_order_evals_factor
+            ),
+            format!(
                 "option name MoveOverheadMs type spin default {DEFAULT_MOVE_OVERHEAD_MS} min 0 max 100000000"
             ),
             "option name Ponder type check default true".to_owned(),
@@ -100,6 +120,20 @@ impl Engine {
             "policytemperature" => params.policy_temperature = parse_in(value, 0.01, 100.0)?,
             "nncachesize" => params.cache_size = parse_in(value, 0, 100_000_000)?,
             "smartpruningfactor" => params.smart_pruning_factor = parse_in(value, 0.0, 10.0)?,
+            // lc0's ranges for its collision and out-of-order budgets.
+            "maxcollisionvisits" => params.max_collision_visits = parse_in(value, 1, 100_000_000)?,
+            "maxcollisionvisitsscalingstart" => {
+                params.collision_scaling_start = parse_in(value, 1, 100_000)?;
+            }
+            "maxcollisionvisitsscalingend" => {
+                params.collision_scaling_end = parse_in(value, 0, 100_000_000)?;
+            }
+            "maxcollisionvisitsscalingpower" => {
+                params.collision_scaling_power = parse_in(value, 0.01, 100.0)?;
+            }
+            "maxoutoforderevalsfactor" => {
+                params.max_out_of_order_evals_factor = parse_in(value, 0.0, 100.0)?;
+            }
             "uci_chess960" => params.chess960 = parse_check(value)?,
             "multipv" => params.multipv = parse_in(value, 1, 500)?,
             "uci_showwdl" => self.style.show_wdl = parse_check(value)?,
