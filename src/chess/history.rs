@@ -72,7 +72,9 @@ impl HistoryEntry {
     }
 
     fn with_key(mut self) -> Self {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        // Fx rather than SipHash: a key is made for every move the search plays, and it only
+        // tells apart inputs the NN cache key (a strong hash of the planes) shares.
+        let mut hasher = rustc_hash::FxHasher::default();
         self.board.hash(&mut hasher);
         self.turn.hash(&mut hasher);
         self.castling.hash(&mut hasher);

@@ -1,10 +1,16 @@
 //! The NN cache: evaluations keyed by the network input (planes and position), so a position
 //! reached again (by transposition, or in the next move's search) costs no backend call.
 
-use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
+use xxhash_rust::xxh3::xxh3_64;
 
 use crate::chess::InputPlanes;
+use crate::chess::encoder::INPUT_PLANES;
+
+/// Bytes hashed for a key: each plane's mask and value, then the position's hash.
+const KEY_BYTES: usize = INPUT_PLANES * 12 + 8;
 
 /// What the network said about a position: its value for the side to move and the priors of
 /// the legal moves in move-generation order.
@@ -19,7 +25,8 @@ pub struct CachedEval {
 /// A bounded map; the oldest entries leave first.
 pub struct NnCache {
     capacity: usize,
-    entries: HashMap<u64, CachedEval>,
+    /// Keyed by [`NnCache::key`], already a hash: Fx's one multiply spreads it over the table.
+    entries: FxHashMap<u64, CachedEval>,
     order: VecDeque<u64>,
 }
 
@@ -27,21 +34,22 @@ impl NnCache {
     pub fn new(capacity: usize) -> Self {
         Self {
             capacity,
-            entries: HashMap::new(),
+            entries: FxHashMap::default(),
             order: VecDeque::new(),
         }
     }
 
     /// The key of a network input: every plane, plus the position's own hash (the planes of
-    /// some formats do not carry the en-passant square).
+    /// some formats do not carry the en-passant square). XXH3, a 64-bit hash many times
+    /// faster than the standard library's SipHash, which cost a quarter of the search's time.
     pub fn key(planes: &InputPlanes, position_key: u64) -> u64 {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        for plane in planes {
-            plane.mask.hash(&mut hasher);
-            plane.value.to_bits().hash(&mut hasher);
+        let mut bytes = [0u8; KEY_BYTES];
+        for (plane, out) in planes.iter().zip(bytes.chunks_exact_mut(12)) {
+            out[..8].copy_from_slice(&plane.mask.to_le_bytes());
+            out[8..].copy_from_slice(&plane.value.to_bits().to_le_bytes());
         }
-        position_key.hash(&mut hasher);
-        hasher.finish()
+        bytes[KEY_BYTES - 8..].copy_from_slice(&position_key.to_le_bytes());
+        xxh3_64(&bytes)
     }
 
     pub fn get(&self, key: u64) -> Option<&CachedEval> {
