@@ -165,18 +165,23 @@ impl PvLine {
     /// W, D, L per mille, summing to 1000 (UCI `wdl`), rounded as lc0 rounds them: W and L
     /// from Q and D, D the rest (where W and L overshoot, D is 0 and they share the excess).
     pub fn wdl_per_mille(&self) -> [i32; 3] {
-        let [_, d, _] = self.wdl;
-        let (q, d) = (f64::from(self.q), f64::from(d));
-        let mut w = ((500.0 * (1.0 + q - d)).round() as i32).max(0);
-        let mut l = ((500.0 * (1.0 - q - d)).round() as i32).max(0);
-        let mut draw = 1000 - w - l;
-        if draw < 0 {
-            w = (w + draw / 2).clamp(0, 1000);
-            l = 1000 - w;
-            draw = 0;
-        }
-        [w, draw, l]
+        wdl_per_mille(self.q, self.wdl[1])
     }
+}
+
+/// W, D, L per mille from W − L and D, summing to 1000 (UCI `wdl`), rounded as lc0 rounds
+/// them (see [`PvLine::wdl_per_mille`]).
+pub fn wdl_per_mille(wl: f32, d: f32) -> [i32; 3] {
+    let (wl, d) = (f64::from(wl), f64::from(d));
+    let mut w = ((500.0 * (1.0 + wl - d)).round() as i32).max(0);
+    let mut l = ((500.0 * (1.0 - wl - d)).round() as i32).max(0);
+    let mut draw = 1000 - w - l;
+    if draw < 0 {
+        w = (w + draw / 2).clamp(0, 1000);
+        l = 1000 - w;
+        draw = 0;
+    }
+    [w, draw, l]
 }
 
 impl SearchInfo {

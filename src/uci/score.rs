@@ -44,7 +44,7 @@
 
 use std::fmt;
 
-use crate::search::PvLine;
+use crate::search::{PvLine, wdl_per_mille};
 
 /// lc0's `ScoreType` choices, in lc0's order.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -168,20 +168,6 @@ pub fn shown(
         score,
         wdl: wdl_per_mille(wl, d),
     }
-}
-
-/// W, D, L per mille from W − L and D, rounded as lc0 rounds them (see
-/// [`PvLine::wdl_per_mille`]).
-fn wdl_per_mille(wl: f32, d: f32) -> [i32; 3] {
-    PvLine {
-        pv: Vec::new(),
-        visits: 0,
-        q: wl,
-        wdl: [(1.0 + wl - d) / 2.0, d, (1.0 - wl - d) / 2.0],
-        mate: None,
-        move_number: 0,
-    }
-    .wdl_per_mille()
 }
 
 /// lc0's logistic model of W, D, L (see the module's documentation), in 32-bit floats.
