@@ -33,8 +33,12 @@ wine --version
 
 # Every test target of every crate (the ROCm bindings' Windows DLL search on fake directories
 # among them; the GPU tests report themselves ignored). Examples and doctests are not built.
-echo "== Windows: cargo test --target $target --workspace --lib --bins --tests (under Wine)"
-cargo test --target "$target" --workspace --lib --bins --tests
+# The two tests that drive the engine from python-chess (a real UCI client, the match runner)
+# need a Windows Python inside the Wine prefix, which CI does not install: they are filtered
+# out here by name (cargo reports them as filtered, not passed) and run in the Linux pass.
+python_tests=(--skip python_chess_plays_full_games --skip the_match_runner_passes_its_tests)
+echo "== Windows: cargo test --target $target --workspace --lib --bins --tests (under Wine, ${python_tests[*]})"
+cargo test --target "$target" --workspace --lib --bins --tests -- "${python_tests[@]}"
 exe="target/$target/debug/lc0rs.exe"
 test -f "$exe"
 
