@@ -214,7 +214,8 @@ pub fn entry_moves_with_indices(entry: &HistoryEntry, transform: Transform) -> V
     moves_with_indices(entry.turn, entry.legal_moves(), transform)
 }
 
-fn moves_with_indices(
+/// `moves` (played by `us`) with their policy indices under `transform`.
+pub fn moves_with_indices(
     us: Color,
     moves: impl IntoIterator<Item = Move>,
     transform: Transform,

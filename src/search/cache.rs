@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
+use shakmaty::Move;
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::chess::InputPlanes;
@@ -12,14 +13,14 @@ use crate::chess::encoder::INPUT_PLANES;
 /// Bytes hashed for a key: each plane's mask and value, then the position's hash.
 const KEY_BYTES: usize = INPUT_PLANES * 12 + 8;
 
-/// What the network said about a position: its value for the side to move and the priors of
-/// the legal moves in move-generation order.
+/// What the network said about a position: its value for the side to move, and the legal
+/// moves with their priors, most likely first (as the tree stores a node's children).
 #[derive(Debug, Clone)]
 pub struct CachedEval {
     pub q: f32,
     pub d: f32,
     pub m: f32,
-    pub priors: Vec<f32>,
+    pub children: Vec<(Move, f32)>,
 }
 
 /// A bounded map; the oldest entries leave first.
@@ -107,7 +108,7 @@ mod tests {
             q,
             d: 0.0,
             m: 0.0,
-            priors: vec![1.0],
+            children: Vec::new(),
         }
     }
 

@@ -6,6 +6,7 @@
 //! between moves.
 
 pub mod cache;
+mod leaf;
 mod pick;
 pub mod profile;
 pub mod stats;
@@ -18,10 +19,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use shakmaty::{Move, Position};
+use shakmaty::{Chess, Move, Position};
 
 use crate::backend::{Backend, BackendError, DEFAULT_POLICY_TEMPERATURE};
 use crate::chess::castling::uci_notation;
+use crate::chess::history::HistoryEntry;
 use crate::chess::{HistoryFill, PositionHistory, encode_position};
 use cache::NnCache;
 use tree::{ROOT, Tree};
@@ -486,6 +488,7 @@ fn batch_plan<'a>(
             evaluations: cap.min(playouts),
             playouts,
             remaining_playouts: remaining_playouts(state, limits, start, params),
+            visit_limit: limits.nodes,
         })
     }
 }
@@ -660,7 +663,13 @@ fn pv_line(tree: &Tree, child: u32) -> PvLine {
 pub fn terminal_value(history: &PositionHistory) -> Option<f32> {
     let entry = history.last();
     let position = entry.position.as_ref()?;
-    if position.legal_moves().is_empty() {
+    game_result(entry, position, position.legal_moves().is_empty())
+}
+
+/// [`terminal_value`] of `entry` (whose rules `position` holds), its legal moves already
+/// generated: `no_moves` where there are none.
+pub(super) fn game_result(entry: &HistoryEntry, position: &Chess, no_moves: bool) -> Option<f32> {
+    if no_moves {
         return Some(if position.is_check() { 1.0 } else { 0.0 });
     }
     let draw = entry.rule50 >= 100 || entry.repetitions >= 2 || position.is_insufficient_material();

@@ -21,7 +21,6 @@ use shakmaty::Move;
 
 use super::SearchParams;
 use super::tree::{Node, ROOT, Tree};
-use crate::chess::PositionHistory;
 
 /// Visits that reached a node whose evaluation is under way or whose result is proven: they
 /// hold `visits` in flight on `ancestors` (root first; empty where the root itself collided).
@@ -61,7 +60,7 @@ pub(super) struct Pass<'t, 'i, V> {
     tree: &'t mut Tree,
     input: &'i PassInput<'i>,
     /// Called for every visit that starts an evaluation, with the path to the leaf (root
-    /// first, its in-flight counts raised) and the history played to it.
+    /// first, its in-flight counts raised).
     on_visit: V,
     collisions: Vec<Collision>,
     path: Vec<u32>,
@@ -73,14 +72,14 @@ pub(super) struct Pass<'t, 'i, V> {
     best_root_child: Option<u32>,
 }
 
-impl<'t, 'i, V: FnMut(&Tree, &[u32], &PositionHistory)> Pass<'t, 'i, V> {
-    /// Deals `limit` visits from the root (whose position `history` holds) and returns the
-    /// collisions; the visits that start evaluations went to `on_visit`.
+impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
+    /// Deals `limit` visits from the root and returns the collisions; the visits that start
+    /// evaluations went to `on_visit`. The walk touches the tree only: the leaves' positions
+    /// are played out afterwards, without the tree's lock (see [`super::leaf`]).
     pub fn run(
         tree: &'t mut Tree,
         input: &'i PassInput<'i>,
         limit: u32,
-        history: &mut PositionHistory,
         on_visit: V,
     ) -> Vec<Collision> {
         let best_root_child = tree.best_child(ROOT);
@@ -94,19 +93,19 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32], &PositionHistory)> Pass<'t, 'i, V> {
             max_limit: u32::MAX,
             best_root_child,
         };
-        pass.deal(ROOT, limit, history);
+        pass.deal(ROOT, limit);
         pass.collisions
     }
 
     /// Deals `limit` visits at `index`, the last node of `self.path` (whose in-flight count
     /// already holds them, except at the root).
-    fn deal(&mut self, index: u32, mut limit: u32, history: &mut PositionHistory) {
+    fn deal(&mut self, index: u32, mut limit: u32) {
         let is_root = index == ROOT;
         let node = self.tree.node(index);
         if node.visits == 0 || node.proof.is_some() || !node.expanded {
             if is_root && try_start(self.tree.node_mut(ROOT)) {
                 limit -= 1;
-                (self.on_visit)(self.tree, &self.path, history);
+                (self.on_visit)(self.tree, &self.path);
             }
             if limit > 0 {
                 self.collide(limit);
@@ -117,20 +116,15 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32], &PositionHistory)> Pass<'t, 'i, V> {
             self.tree.node_mut(ROOT).in_flight += limit;
         }
         let shares = self.split(index, limit);
-        let root_len = history.len();
         for share in shares {
-            let child = self.tree.node(share.child);
-            let m = child.mv.expect("children have moves");
-            history.play(m);
             self.path.push(share.child);
             for _ in 0..share.evaluations {
-                (self.on_visit)(self.tree, &self.path, history);
+                (self.on_visit)(self.tree, &self.path);
             }
             if share.visits > 0 {
-                self.deal(share.child, share.visits, history);
+                self.deal(share.child, share.visits);
             }
             self.path.pop();
-            history.truncate(root_len);
         }
     }
 

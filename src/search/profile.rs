@@ -9,8 +9,11 @@ use std::time::{Duration, Instant};
 /// The phases of a search thread's loop that are timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
-    /// Walking the tree and preparing leaves (holding the lock).
+    /// Walking the tree, and taking in the leaves it started (holding the lock).
     Gather,
+    /// Playing out, judging and encoding leaves, and turning policies into children
+    /// (without the lock, on the thread pool).
+    Leaves,
     /// The backend call (without the lock).
     Backend,
     /// Expanding and backing up a batch (holding the lock).
@@ -25,6 +28,7 @@ pub enum Phase {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PhaseTimes {
     pub gather: Duration,
+    pub leaves: Duration,
     pub backend: Duration,
     pub back_up: Duration,
     pub lock_wait: Duration,
@@ -40,9 +44,11 @@ impl PhaseTimes {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let busy = ms(self.backend_in_flight) / ms(elapsed).max(1e-9) * 100.0;
         format!(
-            "thread time (ms): gather {:.0}, backend {:.0}, back-up {:.0}, lock wait {:.0}, \
-             collision wait {:.0}; a backend call in flight {busy:.0}% of {:.0} ms",
+            "thread time (ms): gather {:.0}, leaves {:.0}, backend {:.0}, back-up {:.0}, \
+             lock wait {:.0}, collision wait {:.0}; a backend call in flight {busy:.0}% of \
+             {:.0} ms",
             ms(self.gather),
+            ms(self.leaves),
             ms(self.backend),
             ms(self.back_up),
             ms(self.lock_wait),
@@ -64,6 +70,7 @@ impl SearchProfile {
         let t = &mut self.times;
         let total = match phase {
             Phase::Gather => &mut t.gather,
+            Phase::Leaves => &mut t.leaves,
             Phase::Backend => &mut t.backend,
             Phase::BackUp => &mut t.back_up,
             Phase::LockWait => &mut t.lock_wait,
@@ -131,12 +138,13 @@ mod tests {
         let t0 = Instant::now();
         profile.add_call(t0, t0 + Duration::from_millis(30));
         profile.add(Phase::Gather, Duration::from_millis(12));
+        profile.add(Phase::Leaves, Duration::from_millis(7));
         profile.add(Phase::LockWait, Duration::from_millis(4));
         let line = profile.times().summary(Duration::from_millis(40));
         assert_eq!(
             line,
-            "thread time (ms): gather 12, backend 30, back-up 0, lock wait 4, collision wait 0; \
-             a backend call in flight 75% of 40 ms"
+            "thread time (ms): gather 12, leaves 7, backend 30, back-up 0, lock wait 4, \
+             collision wait 0; a backend call in flight 75% of 40 ms"
         );
     }
 }

@@ -112,13 +112,14 @@ impl Tree {
         self.node(index).children.clone()
     }
 
-    /// Adds the children of `index` with their priors, most likely first.
-    pub fn expand(&mut self, index: u32, mut moves: Vec<(Move, f32)>) {
-        moves.sort_by(|a, b| b.1.total_cmp(&a.1));
+    /// Adds the children of `index` with their priors, which come most likely first (the
+    /// picker's scan of unvisited children relies on that order).
+    pub fn expand(&mut self, index: u32, children: &[(Move, f32)]) {
+        debug_assert!(children.is_sorted_by(|a, b| a.1 >= b.1));
         let start = self.nodes.len() as u32;
-        let end = start + moves.len() as u32;
+        let end = start + children.len() as u32;
         self.nodes
-            .extend(moves.into_iter().map(|(m, p)| Node::new(Some(m), p)));
+            .extend(children.iter().map(|&(m, p)| Node::new(Some(m), p)));
         let node = self.node_mut(index);
         node.children = start..end;
         node.expanded = true;
@@ -309,10 +310,10 @@ mod tests {
             .into_iter()
             .collect();
         let mut tree = Tree::default();
-        tree.expand(ROOT, vec![(moves[0], 0.6), (moves[1], 0.4)]);
+        tree.expand(ROOT, &[(moves[0], 0.6), (moves[1], 0.4)]);
         let (a, b) = (1, 2);
-        tree.expand(a, vec![(moves[2], 0.5), (moves[3], 0.5)]);
-        tree.expand(b, vec![(moves[4], 0.5), (moves[5], 0.5)]);
+        tree.expand(a, &[(moves[2], 0.5), (moves[3], 0.5)]);
+        tree.expand(b, &[(moves[4], 0.5), (moves[5], 0.5)]);
         let proof = |value, plies| Some(Proof { value, plies });
         // A reply to `a` wins for its mover: `a` is lost for ours, one ply further.
         tree.node_mut(3).proof = proof(1, 0);
@@ -346,7 +347,7 @@ mod tests {
         // (it repeats the position at 1), visited 3 times; 4 once more by the network (v 0.5).
         let mut tree = Tree::default();
         for parent in 0..5 {
-            tree.expand(parent, vec![(moves[0], 1.0)]);
+            tree.expand(parent, &[(moves[0], 1.0)]);
         }
         let draw = |visits: u32, extra: u32| {
             (visits as f32 + extra as f32 * 0.25) / (visits + extra) as f32
@@ -389,9 +390,10 @@ mod tests {
             .into_iter()
             .collect();
         let mut tree = Tree::default();
-        tree.expand(ROOT, moves.iter().map(|&m| (m, 0.05)).collect());
+        let children: Vec<_> = moves.iter().map(|&m| (m, 0.05)).collect();
+        tree.expand(ROOT, &children);
         let child = tree.children(ROOT).start + 3;
-        tree.expand(child, moves[..2].iter().map(|&m| (m, 0.5)).collect());
+        tree.expand(child, &[(moves[0], 0.5), (moves[1], 0.5)]);
         for (i, index) in tree.children(child).enumerate() {
             tree.node_mut(index).visits = 10 + i as u32;
         }

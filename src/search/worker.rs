@@ -12,13 +12,16 @@ use std::time::{Duration, Instant};
 use shakmaty::Move;
 
 use super::cache::{CachedEval, NnCache};
+use super::leaf::{
+    self, LeafOutcome, NetInput, PreparedLeaf, StartedLeaf, answer_by_rules, children,
+    expand_and_back_up, map_leaves,
+};
 use super::pick::{Collision, Pass, PassInput, collision_budget};
 use super::profile::{Phase, SearchProfile};
-use super::tree::{Proof, ROOT, Tree};
-use super::{SearchError, SearchParams, terminal_value};
-use crate::backend::{Backend, legal_move_probabilities};
-use crate::chess::policy_index::entry_moves_with_indices;
-use crate::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
+use super::tree::{ROOT, Tree};
+use super::{SearchError, SearchParams};
+use crate::backend::{Backend, BatchOutput};
+use crate::chess::{HistoryFill, InputPlanes, PositionHistory};
 
 /// How long a thread whose gathering found only leaves already waiting for another thread's
 /// batch sleeps before trying again (it is woken earlier when a batch is backed up).
@@ -101,6 +104,9 @@ pub(super) struct BatchTarget {
     pub playouts: usize,
     /// The playouts the search still expects (see [`PassInput::remaining_playouts`]).
     pub remaining_playouts: f64,
+    /// The root's visits that end the search (`go nodes`): checked before every pass, since
+    /// other threads gather while this one prepares its leaves without the lock.
+    pub visit_limit: Option<u64>,
 }
 
 /// What every thread of one search reads.
@@ -149,20 +155,18 @@ impl<'a> Context<'a> {
         plan: &BatchPlan,
         after_batch: &mut dyn FnMut(),
     ) -> Result<(), SearchError> {
-        let mut history = self.root.clone();
         loop {
             let mut state = self.lock_counted();
             let Some(target) = self.next_batch(&mut state, plan) else {
                 return Ok(());
             };
-            let start = Instant::now();
-            let gathered = self.gather(&mut state, &mut history, target);
-            state.stats.profile.add(Phase::Gather, start.elapsed());
+            let (state, gathered) = self.gather(state, target);
             if gathered.pending.is_empty() {
                 let others_pending = self.batches_in_flight.load(Ordering::Acquire) > 0;
                 if gathered.answered > 0 || !others_pending {
                     // Work was backed up (or no other thread's batch will be): the collisions
                     // held so far are taken back, as after any back-up.
+                    let mut state = state;
                     state.cancel_collisions();
                     drop(state);
                     self.backed_up.notify_all();
@@ -205,38 +209,34 @@ impl<'a> Context<'a> {
         target
     }
 
-    /// Evaluates `pending` without the lock, then expands and backs up every leaf holding it
-    /// and takes back the collisions held; if the backend fails, takes their virtual loss back
-    /// and ends the search.
+    /// Evaluates `pending` without the lock, turns each policy into the leaf's children (still
+    /// without it), then expands and backs up every leaf holding it and takes back the
+    /// collisions held; if the backend fails, takes their virtual loss back and ends the
+    /// search.
     fn evaluate(&self, pending: Vec<PendingLeaf>) -> Result<(), SearchError> {
-        let planes: Vec<InputPlanes> = pending.iter().map(|p| p.planes).collect();
+        let planes: Vec<InputPlanes> = pending.iter().map(|p| p.input.planes).collect();
         self.in_backend.fetch_add(1, Ordering::AcqRel);
         let call_start = Instant::now();
         let output = self.backend.evaluate(&planes);
         let call_end = Instant::now();
         self.in_backend.fetch_sub(1, Ordering::AcqRel);
+        let evals = output.map(|out| self.evaluations(&out, &pending));
+        let leaves_time = call_end.elapsed();
         let mut state = self.lock_counted();
         state.stats.profile.add_call(call_start, call_end);
+        state.stats.profile.add(Phase::Leaves, leaves_time);
         let back_up_start = Instant::now();
-        let result = match output {
-            Ok(output) => {
-                state.stats.batches += 1;
-                state.stats.evaluated += pending.len() as u64;
-                for (i, leaf) in pending.into_iter().enumerate() {
-                    let priors = legal_move_probabilities(
-                        output.policy_of(i),
-                        &leaf.legal,
-                        self.params.policy_temperature,
-                    );
-                    let eval = CachedEval {
-                        q: output.q[i],
-                        d: output.d[i],
-                        m: output.m[i],
-                        priors,
-                    };
-                    expand_and_back_up(state.tree, &leaf.path, &leaf.legal, &eval);
-                    state.stats.record_depth(leaf.path.len());
-                    state.cache.insert(leaf.key, eval);
+        let result = match evals {
+            Ok(evals) => {
+                let TreeState {
+                    tree, cache, stats, ..
+                } = &mut *state;
+                stats.batches += 1;
+                stats.evaluated += pending.len() as u64;
+                for (leaf, eval) in pending.into_iter().zip(evals) {
+                    expand_and_back_up(tree, &leaf.path, &eval);
+                    stats.record_depth(leaf.path.len());
+                    cache.insert(leaf.input.key, eval);
                 }
                 Ok(())
             }
@@ -245,7 +245,7 @@ impl<'a> Context<'a> {
                     state.tree.cancel(&leaf.path, 1);
                 }
                 state.finished = true;
-                Err(e.into())
+                Err(SearchError::from(e))
             }
         };
         state.cancel_collisions();
@@ -259,17 +259,32 @@ impl<'a> Context<'a> {
         result
     }
 
+    /// Each leaf's evaluation from the backend's output: its value and its children.
+    fn evaluations(&self, output: &BatchOutput, pending: &[PendingLeaf]) -> Vec<CachedEval> {
+        let temperature = self.params.policy_temperature;
+        map_leaves(
+            pending.iter().enumerate().collect(),
+            || (),
+            |(), (i, leaf)| CachedEval {
+                q: output.q[i],
+                d: output.d[i],
+                m: output.m[i],
+                children: children(output.policy_of(i), &leaf.input.legal, temperature),
+            },
+        )
+    }
+
     /// Gathers a minibatch as lc0 does: passes of the picker until `target.evaluations`
     /// positions wait for the backend, the collisions exceed their budget, or the leaves
-    /// answered at once (game over, cached) reach lc0's out-of-order limit. Those answered
-    /// are backed up here; a pass that answered any takes its collisions back at once (the
-    /// tree changed under them).
-    fn gather(
-        &self,
-        state: &mut TreeState,
-        history: &mut PositionHistory,
+    /// answered at once (game over, cached) reach lc0's out-of-order limit. Each pass's leaves
+    /// are prepared without the lock (see [`super::leaf`]); those answered at once are backed
+    /// up here, and a pass that answered any takes its collisions back at once (the tree
+    /// changed under them). Returns the lock again with what was gathered.
+    fn gather<'s>(
+        &'s self,
+        mut state: MutexGuard<'s, TreeState<'a>>,
         target: BatchTarget,
-    ) -> Gathered {
+    ) -> (MutexGuard<'s, TreeState<'a>>, Gathered) {
         let mut gathered = Gathered::default();
         let root_visits = f64::from(state.tree.node(ROOT).visits);
         let mut collisions_left = i64::from(collision_budget(
@@ -292,29 +307,39 @@ impl<'a> Context<'a> {
             if self.backend_idle(&gathered) {
                 break;
             }
+            let nodes_left = target.visit_limit.map_or(usize::MAX, |n| {
+                usize::try_from(n.saturating_sub(state.visits())).unwrap_or(usize::MAX)
+            });
+            if nodes_left == 0 {
+                break;
+            }
             let limit = (collisions_left as usize)
                 .min(target.evaluations - gathered.pending.len())
                 .min(out_of_order_limit - gathered.answered)
-                .min(target.playouts - gathered.playouts());
-            let (leaves, collisions) = self.pass(state, history, &input, limit as u32);
-            let answered = leaves
-                .iter()
-                .filter(|l| !matches!(l.outcome, LeafOutcome::Pending(_)))
-                .count();
-            let mut collisions = collisions;
-            if answered > 0 {
+                .min(target.playouts - gathered.playouts())
+                .min(nodes_left);
+            let start = Instant::now();
+            let (started, mut collisions) = self.pass(&mut state, &input, limit as u32);
+            // Counted now, while the lock is held: each started leaf becomes one playout, and
+            // another thread sizing its batch while these are prepared must see them.
+            state.stats.playouts += started.len() as u64;
+            let mut walk_time = start.elapsed();
+            let prepared = if started.is_empty() {
+                Vec::new()
+            } else {
+                drop(state);
+                let start = Instant::now();
+                let format = self.backend.input_format();
+                let prepared = leaf::prepare(started, self.root, format, self.fill);
+                let leaves_time = start.elapsed();
+                state = self.lock_counted();
+                state.stats.profile.add(Phase::Leaves, leaves_time);
+                prepared
+            };
+            let start = Instant::now();
+            if take_in(&mut state, prepared, &mut gathered) > 0 {
                 for c in collisions.drain(..) {
                     state.tree.cancel(&c.ancestors, c.visits);
-                }
-            }
-            for leaf in leaves {
-                match leaf.outcome {
-                    LeafOutcome::Pending(pending) => gathered.pending.push(*pending),
-                    outcome => {
-                        answer(state, &leaf.path, outcome);
-                        state.stats.record_depth(leaf.path.len());
-                        gathered.answered += 1;
-                    }
                 }
             }
             let mut exhausted = false;
@@ -333,11 +358,12 @@ impl<'a> Context<'a> {
                 state.collisions.push(collision);
                 exhausted |= collisions_left <= 0;
             }
+            walk_time += start.elapsed();
+            state.stats.profile.add(Phase::Gather, walk_time);
             if exhausted || self.stop.load(Ordering::Relaxed) {
                 break;
             }
         }
-        state.stats.playouts += gathered.playouts() as u64;
         state.stats.collisions += collided;
         tracing::debug!(
             target: "lc0rs::search",
@@ -347,7 +373,7 @@ impl<'a> Context<'a> {
             collisions = collided,
             "batch gathered"
         );
-        gathered
+        (state, gathered)
     }
 
     /// lc0's early end of a gathering with several threads: once something waits for the
@@ -358,111 +384,53 @@ impl<'a> Context<'a> {
             && self.threads - self.in_backend.load(Ordering::Acquire) > 1
     }
 
-    /// One pass of the picker over `limit` visits: the leaves it starts, each classified, and
-    /// its collisions.
+    /// One pass of the picker over `limit` visits: the leaves it starts and its collisions.
     fn pass(
         &self,
         state: &mut TreeState,
-        history: &mut PositionHistory,
         input: &PassInput,
         limit: u32,
-    ) -> (Vec<Leaf>, Vec<Collision>) {
+    ) -> (Vec<StartedLeaf>, Vec<Collision>) {
         let mut leaves = Vec::new();
-        let cache = &*state.cache;
-        let collisions = Pass::run(state.tree, input, limit, history, |tree, path, history| {
-            leaves.push(Leaf {
-                path: path.to_vec(),
-                outcome: self.classify(tree, cache, path, history),
-            });
+        let collisions = Pass::run(state.tree, input, limit, |tree, path| {
+            leaves.push(StartedLeaf::at(tree, path));
         });
         (leaves, collisions)
     }
-
-    /// What is known of a leaf whose evaluation starts: a proof, the rules' result, a cached
-    /// evaluation, or nothing yet (it goes to the backend).
-    fn classify(
-        &self,
-        tree: &Tree,
-        cache: &NnCache,
-        path: &[u32],
-        history: &PositionHistory,
-    ) -> LeafOutcome {
-        let leaf = *path.last().expect("a path holds the root");
-        if let Some(proof) = tree.node(leaf).proof {
-            return LeafOutcome::Proven(proof);
-        }
-        // The root is searched even where the rules would end the game (a draw claimable
-        // by repetition or the fifty-move rule): the engine still has to name a move.
-        let terminal = if path.len() > 1 {
-            terminal_value(history)
-        } else {
-            None
-        };
-        if let Some(value) = terminal {
-            return LeafOutcome::Terminal(value);
-        }
-        if let Some(cycle) = two_fold_draw(history, path.len() - 1) {
-            return LeafOutcome::TwoFold(cycle);
-        }
-        let encoded = encode_position(history, self.backend.input_format(), self.fill);
-        let current = history.last();
-        let legal = entry_moves_with_indices(current, encoded.transform);
-        let key = NnCache::key(&encoded.planes, current.key);
-        if let Some(eval) = cache.get(key) {
-            return LeafOutcome::Cached(legal, eval.clone());
-        }
-        LeafOutcome::Pending(Box::new(PendingLeaf {
-            path: path.to_vec(),
-            planes: encoded.planes,
-            key,
-            legal,
-        }))
-    }
 }
 
-/// lc0's two-fold draw (its TwoFoldDraws, on by default): a position `plies` below the root
-/// that repeats one inside the search (its cycle no longer than those plies) is scored a draw,
-/// since the side that steered into it can repeat again. Returns the cycle's plies.
-fn two_fold_draw(history: &PositionHistory, plies: usize) -> Option<u16> {
-    let entry = history.last();
-    let inside = plies >= 4 && usize::try_from(entry.cycle).is_ok_and(|c| c <= plies);
-    (entry.repetitions == 1 && inside).then(|| u16::try_from(entry.cycle).unwrap_or(u16::MAX))
-}
-
-/// Backs up a leaf answered without the backend.
-fn answer(state: &mut TreeState, path: &[u32], outcome: LeafOutcome) {
-    match outcome {
-        LeafOutcome::Proven(proof) => back_up_proven(state.tree, path, proof),
-        LeafOutcome::Terminal(value) => {
-            let proof = Proof {
-                value: value as i8,
-                plies: 0,
-            };
-            let leaf = *path.last().expect("a path holds the root");
-            state.tree.node_mut(leaf).proof = Some(proof);
-            back_up_proven(state.tree, path, proof);
-            state.tree.propagate_proof(path);
+/// Backs up the prepared leaves known at once (proofs, the rules, the NN cache) and keeps the
+/// others for the backend; returns how many were answered.
+fn take_in(state: &mut TreeState, prepared: Vec<PreparedLeaf>, gathered: &mut Gathered) -> usize {
+    let TreeState {
+        tree, cache, stats, ..
+    } = state;
+    let mut answered = 0;
+    for leaf in prepared {
+        match leaf.outcome {
+            LeafOutcome::Evaluate(input) => match cache.get(input.key) {
+                Some(eval) => expand_and_back_up(tree, &leaf.path, eval),
+                None => {
+                    gathered.pending.push(PendingLeaf {
+                        path: leaf.path,
+                        input,
+                    });
+                    continue;
+                }
+            },
+            known => answer_by_rules(tree, &leaf.path, &known),
         }
-        LeafOutcome::TwoFold(cycle) => {
-            let proof = Proof { value: 0, plies: 0 };
-            let leaf = state
-                .tree
-                .node_mut(*path.last().expect("a path holds the root"));
-            leaf.proof = Some(proof);
-            leaf.two_fold = cycle;
-            back_up_proven(state.tree, path, proof);
-        }
-        LeafOutcome::Cached(legal, eval) => expand_and_back_up(state.tree, path, &legal, &eval),
-        LeafOutcome::Pending(_) => unreachable!("pending leaves go to the backend"),
+        stats.record_depth(leaf.path.len());
+        answered += 1;
     }
+    gathered.answered += answered;
+    answered
 }
 
 /// A leaf waiting for the backend.
 struct PendingLeaf {
     path: Vec<u32>,
-    planes: InputPlanes,
-    key: u64,
-    legal: Vec<(Move, usize)>,
+    input: Box<NetInput>,
 }
 
 #[derive(Default)]
@@ -478,66 +446,7 @@ impl Gathered {
     }
 }
 
-/// A leaf a pass started, and what is known of it.
-struct Leaf {
-    path: Vec<u32>,
-    outcome: LeafOutcome,
-}
-
-enum LeafOutcome {
-    /// Proven earlier (a game end or certainty propagation).
-    Proven(Proof),
-    /// A game end by the rules, first found now: the result for the player who moved into it.
-    Terminal(f32),
-    /// lc0's two-fold draw, first found now: the plies of the repetition's cycle.
-    TwoFold(u16),
-    /// In the NN cache: its legal moves with their policy indices, and the evaluation.
-    Cached(Vec<(Move, usize)>, CachedEval),
-    Pending(Box<PendingLeaf>),
-}
-
-fn expand_and_back_up(tree: &mut Tree, path: &[u32], legal: &[(Move, usize)], eval: &CachedEval) {
-    let leaf = *path.last().expect("a path holds the root");
-    let moves = legal
-        .iter()
-        .zip(&eval.priors)
-        .map(|((m, _), &p)| (*m, p))
-        .collect();
-    tree.expand(leaf, moves);
-    // The network's Q is for the side to move at the leaf; the leaf stores the mover's.
-    tree.back_up(path, -eval.q, eval.d);
-}
-
-/// Backs up a playout that ended on a proven node: its certain result.
-fn back_up_proven(tree: &mut Tree, path: &[u32], proof: Proof) {
-    let draw = if proof.value == 0 { 1.0 } else { 0.0 };
-    tree.back_up(path, proof.value(), draw);
-}
-
 /// Whether `start` is `limit` or more ago.
 pub(super) fn past(start: Instant, limit: Option<Duration>) -> bool {
     limit.is_some_and(|t| start.elapsed() >= t)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn two_fold_draws_need_their_cycle_inside_the_search() {
-        let shuffle = "g1f3 g8f6 f3g1 f6g8";
-        let once = PositionHistory::from_spec(&format!("startpos moves {shuffle}")).unwrap();
-        // The start position again, 4 plies after its first occurrence.
-        assert_eq!(two_fold_draw(&once, 4), Some(4));
-        assert_eq!(two_fold_draw(&once, 9), Some(4));
-        // Searched from 2 or 3 plies before it, the first occurrence lies above the root.
-        assert_eq!(two_fold_draw(&once, 3), None);
-        assert_eq!(two_fold_draw(&once, 2), None);
-        // No repetition, or a third occurrence (a draw by the rules, not this one).
-        let fresh = PositionHistory::from_spec("startpos moves g1f3 g8f6 f3g1").unwrap();
-        assert_eq!(two_fold_draw(&fresh, 8), None);
-        let twice =
-            PositionHistory::from_spec(&format!("startpos moves {shuffle} {shuffle}")).unwrap();
-        assert_eq!(two_fold_draw(&twice, 8), None);
-    }
 }
