@@ -189,10 +189,6 @@ impl PassPlan {
         }
     }
 
-    pub fn device(&self) -> &Capabilities {
-        &self.device
-    }
-
     /// The kernel of a dense layer of `inputs` → `outputs` on `rows` rows: `dense_rows` for at
     /// most [`DENSE_ROWS_MAX`] rows of a width it takes (a multiple of 8: the per-position
     /// layers at batch ≤ 4, which a library GEMM runs as one long K loop on a few blocks), else
