@@ -119,8 +119,8 @@ enum Command {
         /// Print the CSV header only once.
         #[arg(long)]
         header_only_once: bool,
-        /// Time every operation and print where the time goes, by operation, layer and kernel
-        /// (to stderr): on NVIDIA from CUPTI kernel timestamps of graph replays, else with
+        /// Time every operation and print each size's plan (which kernel each operation runs
+        /// on) and where the time goes, by operation, layer and kernel (to stderr): on NVIDIA from CUPTI kernel timestamps of graph replays, else with
         /// device events around each operation (cpu: the host clock).
         #[arg(long)]
         profile: bool,

@@ -71,6 +71,9 @@ pub enum BackendError {
 pub struct ProfileReport {
     pub device: String,
     pub passes: Vec<crate::profile::PassProfile>,
+    /// What ran at each batch size profiled, one line per size, where the backend plans its
+    /// passes (the GPU backends: which kernel each operation runs on).
+    pub plans: Vec<String>,
 }
 
 /// What a backend can do (lc0's `BackendAttributes`).

@@ -9,7 +9,7 @@ use crate::profile::{
 /// Rows of the profile's kernel table.
 const KERNEL_TABLE_ROWS: usize = 25;
 
-/// Prints the tables (stderr) and writes the trace and chart files `outputs` asks for.
+/// Prints the plans and tables (stderr) and writes the trace and chart files `outputs` asks for.
 pub(super) fn report_profile(
     backend: &dyn Backend,
     outputs: &ProfileOutputs,
@@ -19,6 +19,10 @@ pub(super) fn report_profile(
         return Err(CommandError::NoProfiledPasses);
     }
     if outputs.table {
+        // What ran at each size: which kernel each operation's plan picked.
+        for plan in &report.plans {
+            eprintln!("plan at {plan}");
+        }
         eprint!(
             "{}",
             operation_table(&report.passes, peak_for(&report.device))

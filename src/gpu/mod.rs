@@ -271,8 +271,14 @@ pub trait GpuDevice: Send + Sync {
     fn new_lane(&self) -> GpuResult<std::sync::Arc<dyn GpuDevice>>;
     /// Whether the kernels launched from now on may start before the previous kernel of the
     /// stream has finished (programmatic dependent launch; every kernel waits for it in
-    /// `PRIOR_KERNELS_DONE()`), where the device has it: a lane sets it per pass, by batch size.
+    /// `PRIOR_KERNELS_DONE()`), where the device has it: a lane sets it per pass, as the pass's
+    /// plan says.
     fn set_programmatic_launch(&self, _on: bool) {}
+    /// Whether the device has programmatic dependent launch (NVIDIA sm_90 and newer), so that
+    /// a pass's plan can say whether its kernels launch that way.
+    fn has_programmatic_launch(&self) -> bool {
+        false
+    }
     /// Why `path` cannot run on this device (its library is missing), if it cannot.
     fn gemm_path_unavailable(&self, _path: GemmPath) -> Option<String> {
         None

@@ -132,6 +132,7 @@ impl Backend for CpuBackend {
         Some(ProfileReport {
             device: format!("cpu ({} threads)", self.pool.current_num_threads()),
             passes: passes.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            plans: Vec::new(),
         })
     }
 

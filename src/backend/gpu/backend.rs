@@ -3,15 +3,18 @@
 //! finite check, and profiling. What is specific to a network is its [`NetworkPass`].
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::GpuOptions;
 use super::batch_sizes::{padded_batch, padded_sizes};
 use super::capture::capture_graph;
+use super::io::{IoBuffers, upload_inputs};
 use super::lanes::{LanePool, Taken};
-use super::ops::{IoBuffers, Marker, OpEvents, Ops, upload_inputs};
+use super::marks::{Marker, OpEvents};
+use super::ops::Ops;
 use super::outputs::OutputReader;
 use super::pass::NetworkPass;
+use super::plan::{Capabilities, PassPlan};
 use super::trace::attribute_trace;
 use crate::backend::finite::check_outputs;
 use crate::backend::{Backend, BackendAttributes, BackendError, BatchOutput, ProfileReport};
@@ -83,6 +86,10 @@ pub struct GpuBackend<P: NetworkPass> {
     pass: P,
     gemm: GemmPath,
     options: GpuOptions,
+    /// What the device offers the plans (every lane is on the same GPU).
+    capabilities: Arc<Capabilities>,
+    /// The plan of each batch size a pass has run at, made when first needed.
+    plans: Mutex<HashMap<usize, Arc<P::Plan>>>,
     /// The lanes made so far (the first at creation, another whenever a call finds every
     /// lane busy, up to `options.lanes`) and the calls waiting for one.
     pool: LanePool<Lane<P>>,
@@ -122,6 +129,8 @@ impl<P: NetworkPass> GpuBackend<P> {
         let first = Lane::new(device.clone(), &pass, &options)?;
         Ok(Self {
             name: name.to_owned(),
+            capabilities: Arc::new(Capabilities::of(device.as_ref())),
+            plans: Mutex::default(),
             device,
             pass,
             gemm,
@@ -168,30 +177,43 @@ impl<P: NetworkPass> GpuBackend<P> {
         }
     }
 
-    /// How the operations of a pass of `batch` positions on `device` run: the GEMM path, whether
-    /// our `dense_mma` takes its dense layers, and (set on the device) programmatic launch.
+    /// The plan of a pass of `batch` positions: made once per size (and logged), then shared
+    /// by every lane and by the pass's graph capture.
+    fn plan(&self, batch: usize) -> GpuResult<Arc<P::Plan>> {
+        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(plan) = plans.get(&batch) {
+            return Ok(plan.clone());
+        }
+        let pass = PassPlan::new(self.capabilities.clone(), &self.options.plan, batch);
+        let plan = Arc::new(self.pass.plan(pass)?);
+        tracing::debug!(backend = %self.name, %plan, "pass plan");
+        plans.insert(batch, plan.clone());
+        Ok(plan)
+    }
+
+    /// How the operations of a pass run on `device`: the GEMM path, the plan's kernels, and
+    /// (set on the device) the plan's programmatic launch.
     fn ops<'a>(
         &self,
         device: &'a dyn GpuDevice,
-        batch: usize,
+        plan: &'a PassPlan,
         profile: Option<&'a OpEvents>,
     ) -> Ops<'a> {
-        let programmatic_launch = batch <= self.options.programmatic_max_batch;
-        device.set_programmatic_launch(programmatic_launch);
+        device.set_programmatic_launch(plan.programmatic_launch);
         Ops {
-            programmatic_launch,
             device,
             gemm: self.gemm,
-            dense_mma: batch <= self.options.dense_mma_max_batch,
+            plan,
             profile,
         }
     }
 
     /// Enqueues the pass of `batch` positions on `lane` (its operations marked in `profile`).
     fn enqueue(&self, lane: &Lane<P>, batch: usize, profile: Option<&OpEvents>) -> GpuResult<()> {
-        let ops = self.ops(lane.device.as_ref(), batch, profile);
+        let plan = self.plan(batch)?;
+        let ops = self.ops(lane.device.as_ref(), (*plan).as_ref(), profile);
         let _span = tracing::trace_span!("forward", batch).entered();
-        self.pass.enqueue(&ops, &lane.io, &lane.buffers, batch)
+        self.pass.enqueue(&ops, &plan, &lane.io, &lane.buffers)
     }
 
     /// The outputs of a pass, and whether they are all finite (see [`Self::outputs`]).
@@ -415,9 +437,9 @@ impl<P: NetworkPass> GpuBackend<P> {
         batch: &[InputPlanes],
     ) -> GpuResult<Option<Vec<Vec<f32>>>> {
         upload_inputs(lane.device.as_ref(), &lane.io, batch, batch.len())?;
-        let ops = self.ops(lane.device.as_ref(), batch.len(), None);
-        self.pass
-            .layer_outputs(&ops, &lane.io, &lane.buffers, batch.len())
+        let plan = self.plan(batch.len())?;
+        let ops = self.ops(lane.device.as_ref(), (*plan).as_ref(), None);
+        self.pass.layer_outputs(&ops, &lane.io, &lane.buffers)
     }
 
     /// Downloads the outputs of the pass over `size` positions for its first `batch`; the
@@ -517,8 +539,17 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
         self.options.profile.then(|| {
             let mut passes = Vec::new();
             self.each_lane(|lane| passes.extend(lane.profile.iter().cloned()));
+            let plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+            let mut sizes: Vec<usize> = passes.iter().map(|p| p.batch).collect();
+            sizes.sort_unstable();
+            sizes.dedup();
             ProfileReport {
                 device: self.device.info().name.clone(),
+                plans: sizes
+                    .iter()
+                    .filter_map(|size| plans.get(size))
+                    .map(ToString::to_string)
+                    .collect(),
                 passes,
             }
         })

@@ -8,10 +8,13 @@ mod backend;
 mod batch_sizes;
 mod capture;
 mod dense;
+mod io;
 mod lanes;
+mod marks;
 mod ops;
 mod outputs;
 mod pass;
+mod plan;
 mod policy;
 mod tower;
 mod trace;
@@ -23,6 +26,9 @@ use crate::gpu::{GemmPath, GpuDevice, GpuError, GpuResult};
 use crate::weights::Model;
 use attention::AttentionPass;
 pub use backend::GpuBackend;
+use plan::{
+    DEFAULT_DENSE_MMA_MAX_BATCH, DEFAULT_NORM_DENSE_MAX_BATCH, DEFAULT_PDL_MAX_BATCH, PlanOptions,
+};
 use tower::TowerPass;
 
 /// lc0's maximum batch size, the default `max_batch`.
@@ -42,9 +48,6 @@ pub struct GpuOptions {
     pub graph: bool,
     /// Time every operation (kernel timestamps where the device can trace, else events).
     pub profile: bool,
-    /// Use the vendor's tensor-core attention where it exists (`attention=mma`, the default)
-    /// or the portable kernel (`attention=portable`).
-    pub tensor_core_attention: bool,
     /// The most batches that run at once (`lanes`, default 2): calls from several threads
     /// get a lane each (its own stream and buffers, made when first needed), so their passes
     /// overlap on the GPU; beyond that they wait.
@@ -58,37 +61,10 @@ pub struct GpuOptions {
     /// (`gemm_timing=false`: a faster start, and far fewer distinct library kernels for
     /// compute-sanitizer to instrument).
     pub gemm_timing: bool,
-    /// The largest batch whose attention-body layers run the LayerNorm after the attention and
-    /// the FFN's first layer as one kernel where the device has it (`norm_dense=N`, 0: never;
-    /// default [`DEFAULT_NORM_DENSE_MAX_BATCH`]).
-    pub norm_dense_max_batch: usize,
-    /// The largest batch whose dense layers run in our `dense_mma` kernel where the device has
-    /// it and the shape fits, instead of a library GEMM (`dense_mma=N`, 0: never; default
-    /// [`DEFAULT_DENSE_MMA_MAX_BATCH`]).
-    pub dense_mma_max_batch: usize,
-    /// The largest batch whose kernels launch with programmatic dependent launch on NVIDIA
-    /// sm_90 and newer (`pdl=N`, 0: never; default [`DEFAULT_PDL_MAX_BATCH`]): each kernel may
-    /// start while the one before runs, and those that can load their weights before they
-    /// wait for it.
-    pub programmatic_max_batch: usize,
+    /// The thresholds and kernel choices each batch size's plan applies (`attention`,
+    /// `norm_dense`, `dense_mma`, `pdl`).
+    pub plan: PlanOptions,
 }
-
-/// Up to which batch size the fused LayerNorm + FFN1 kernel runs by default: at batch 1 it saves
-/// T82 4–5.5 % of a pass; from batch 2 its LayerNorm, repeated by every block of a row group, costs
-/// as much as the kernels it replaces, and more above (measured on the H100:
-/// `docs/performance.md`).
-pub const DEFAULT_NORM_DENSE_MAX_BATCH: usize = 1;
-
-/// Up to which batch size dense layers run in `dense_mma` by default: with programmatic launch
-/// it makes batch 1 18–19 % faster than cuBLASLt does (T82, BT4); at batch 2 T82 gains 10 % and
-/// BT4 loses 13 % (its wider layers repeat each weight slice over 8 row groups), from 4 both
-/// lose. Without programmatic launch (GPUs before sm_90) it measured as fast as cuBLASLt at
-/// batch 1 (on the H100: `docs/performance.md`).
-pub const DEFAULT_DENSE_MMA_MAX_BATCH: usize = 1;
-
-/// Up to which batch size kernels launch with programmatic dependent launch by default (faster
-/// at batch 1–8 on the H100, not at 64 and above: `docs/performance.md`).
-pub const DEFAULT_PDL_MAX_BATCH: usize = 8;
 
 impl GpuOptions {
     /// Reads `gpu`, `max_batch`, `gemm`, `graph`, and applies `policy_head`, `value_head` and
@@ -145,26 +121,29 @@ impl GpuOptions {
             profile: options.get::<bool>(backend, "profile")?.unwrap_or(false),
             poison: options.get::<bool>(backend, "poison")?.unwrap_or(false),
             gemm_timing: options.get::<bool>(backend, "gemm_timing")?.unwrap_or(true),
-            norm_dense_max_batch: options
-                .get::<usize>(backend, "norm_dense")?
-                .unwrap_or(DEFAULT_NORM_DENSE_MAX_BATCH),
-            dense_mma_max_batch: options
-                .get::<usize>(backend, "dense_mma")?
-                .unwrap_or(DEFAULT_DENSE_MMA_MAX_BATCH),
-            programmatic_max_batch: options
-                .get::<usize>(backend, "pdl")?
-                .unwrap_or(DEFAULT_PDL_MAX_BATCH),
             lanes,
-            tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref() {
-                None | Some("mma") => true,
-                Some("portable") => false,
-                Some(other) => {
-                    return Err(bad(
-                        "attention",
-                        other.to_owned(),
-                        "expected mma or portable",
-                    ));
-                }
+            plan: PlanOptions {
+                norm_dense_max_batch: options
+                    .get::<usize>(backend, "norm_dense")?
+                    .unwrap_or(DEFAULT_NORM_DENSE_MAX_BATCH),
+                dense_mma_max_batch: options
+                    .get::<usize>(backend, "dense_mma")?
+                    .unwrap_or(DEFAULT_DENSE_MMA_MAX_BATCH),
+                programmatic_max_batch: options
+                    .get::<usize>(backend, "pdl")?
+                    .unwrap_or(DEFAULT_PDL_MAX_BATCH),
+                tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref()
+                {
+                    None | Some("mma") => true,
+                    Some("portable") => false,
+                    Some(other) => {
+                        return Err(bad(
+                            "attention",
+                            other.to_owned(),
+                            "expected mma or portable",
+                        ));
+                    }
+                },
             },
         })
     }
@@ -261,16 +240,12 @@ fn create_on(
         error,
     };
     let device = open(&gpu_options).map_err(gpu_error)?;
-    let (tensor_cores, norm_dense) = (
-        gpu_options.tensor_core_attention,
-        gpu_options.norm_dense_max_batch,
-    );
     Ok(match network {
         Model::Attention(network) => Box::new(
             GpuBackend::new(
                 name,
                 device,
-                |device| AttentionPass::new(device, &network, tensor_cores, norm_dense),
+                |device| AttentionPass::new(device, &network),
                 gpu_options,
             )
             .map_err(gpu_error)?,

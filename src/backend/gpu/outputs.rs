@@ -1,5 +1,5 @@
 //! A pass's outputs read back from the device: one copy of the Q, D, M and the policy logits
-//! (laid out by [`IoBuffers`](super::ops::IoBuffers)), taken apart piece by piece as it lands,
+//! (laid out by [`IoBuffers`](super::io::IoBuffers)), taken apart piece by piece as it lands,
 //! with the finite check folded into the copy.
 
 use std::mem::size_of;
@@ -8,7 +8,7 @@ use std::ops::Range;
 use crate::backend::BatchOutput;
 use crate::backend::finite::{extend_finite, first_non_finite};
 
-use super::ops::{FINISHED_BYTES, POLICY_BYTES};
+use super::io::{FINISHED_BYTES, POLICY_BYTES};
 
 /// Takes apart the bytes of the outputs of a pass over `size` positions for a batch of the
 /// first `batch` of them, in the order they land: the Q, D, M of all `size` (the batch's are

@@ -2,7 +2,11 @@
 //! profiling) asks of a network family: its activation buffers and its pass. The attention
 //! body and the residual tower each implement it once.
 
-use super::ops::{IoBuffers, Ops};
+use std::fmt::Display;
+
+use super::io::IoBuffers;
+use super::ops::Ops;
+use super::plan::PassPlan;
 use crate::gpu::{GpuBuffer, GpuDevice, GpuResult};
 use crate::weights::format::NetFormat;
 
@@ -11,30 +15,37 @@ pub trait NetworkPass: Send + Sync + 'static {
     /// A lane's activation buffers for this network.
     type Buffers: Send + 'static;
 
+    /// What the pass runs at one batch size: the choices every pass shares (a [`PassPlan`]) and
+    /// the network family's own; its `Display` names them.
+    type Plan: AsRef<PassPlan> + Display + Send + Sync + 'static;
+
+    /// The plan of a pass at `pass.batch` positions on the device `pass` describes.
+    fn plan(&self, pass: PassPlan) -> GpuResult<Self::Plan>;
+
     /// Activation buffers for up to `max_batch` positions (uninitialised).
     fn buffers(&self, device: &dyn GpuDevice, max_batch: usize) -> GpuResult<Self::Buffers>;
 
     /// Every buffer of `buffers`, for filling and counting.
     fn each_buffer(buffers: &Self::Buffers) -> Vec<&GpuBuffer>;
 
-    /// Enqueues the pass of `batch` positions whose inputs are in `io`; it leaves the policy
-    /// logits and (Q, D, M) in `io`'s outputs. No host synchronisation.
+    /// Enqueues the pass `plan` describes (its batch of positions, whose inputs are in `io`;
+    /// `ops` runs on `plan`'s shared part); it leaves the policy logits and (Q, D, M) in `io`'s
+    /// outputs. No host synchronisation.
     fn enqueue(
         &self,
         ops: &Ops<'_>,
+        plan: &Self::Plan,
         io: &IoBuffers,
         buffers: &Self::Buffers,
-        batch: usize,
     ) -> GpuResult<()>;
 
     /// The residual stream after the body's first layer and after each later one (eager
-    /// passes, synchronised), where the network family reports it.
+    /// passes over `ops.plan`'s batch, synchronised), where the network family reports it.
     fn layer_outputs(
         &self,
         _ops: &Ops<'_>,
         _io: &IoBuffers,
         _buffers: &Self::Buffers,
-        _n: usize,
     ) -> GpuResult<Option<Vec<Vec<f32>>>> {
         Ok(None)
     }

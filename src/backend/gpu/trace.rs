@@ -1,6 +1,6 @@
 //! A traced pass' kernel timestamps attributed to the operations that enqueued them.
 
-use super::ops::OpEvent;
+use super::marks::OpEvent;
 use crate::gpu::Activity;
 use crate::profile::{KernelTiming, OpTiming};
 
@@ -64,7 +64,7 @@ pub fn attribute_trace(marks: &[OpEvent], first: usize, activities: &[Activity])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::gpu::ops::Cost;
+    use crate::backend::gpu::marks::Cost;
 
     #[test]
     fn traced_activities_are_attributed_to_the_operations_that_enqueued_them() {

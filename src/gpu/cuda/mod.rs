@@ -384,6 +384,10 @@ impl GpuDevice for CudaDevice {
             .store(on && self.programmatic_capable, Ordering::Relaxed);
     }
 
+    fn has_programmatic_launch(&self) -> bool {
+        self.programmatic_capable
+    }
+
     fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
         gemm::linear_on(
             self,

@@ -2,17 +2,22 @@
 //! activation buffers per lane, and its pass ([`forward`]): embedding, encoder layers,
 //! attention policy, value and moves-left heads.
 
+mod encoder;
 mod forward;
+pub mod plan;
 pub mod weights;
 
-use super::ops::{HALF, IoBuffers, Ops, SQUARES};
+use super::io::{HALF, IoBuffers, SQUARES};
+use super::ops::Ops;
 use super::pass::NetworkPass;
+use super::plan::PassPlan;
 use super::policy::{PolicyBuffers, PolicyGpu};
 use crate::gpu::kernels::AttentionKernel;
 use crate::gpu::{GpuBuffer, GpuDevice, GpuError, GpuResult};
 use crate::weights::format::NetFormat;
 use crate::weights::network::Network;
 use forward::Forward;
+use plan::{Body, BodyPlan, Scope};
 use weights::NetworkGpu;
 
 /// The largest row the layer-norm kernel keeps in shared memory (floats).
@@ -181,60 +186,62 @@ pub struct AttentionPass {
     format: NetFormat,
     shapes: Shapes,
     alpha: f32,
-    /// The attention kernel (tensor-core or portable) for the head depth.
-    attention: AttentionKernel,
-    /// The largest batch that runs the fused LayerNorm + FFN1 kernel (where compiled).
-    norm_dense_max_batch: usize,
 }
 
 impl AttentionPass {
-    /// Checks the kernels' limits, picks the attention kernel (the tensor-core one where asked
-    /// for and compiled) and uploads the weights.
-    pub fn new(
-        device: &dyn GpuDevice,
-        network: &Network,
-        tensor_core_attention: bool,
-        norm_dense_max_batch: usize,
-    ) -> GpuResult<Self> {
+    /// Checks the kernels' limits and uploads the weights.
+    pub fn new(device: &dyn GpuDevice, network: &Network) -> GpuResult<Self> {
         let shapes = Shapes::of(network);
         shapes.check_supported()?;
-        let portable = AttentionKernel::for_depth(shapes.depth, false).expect("checked above");
-        let attention = match AttentionKernel::for_depth(shapes.depth, true) {
-            Some(fast) if tensor_core_attention && device.has_kernel(fast.name()) => fast,
-            _ => portable,
-        };
         Ok(Self {
             net: NetworkGpu::upload(device, network)?,
             format: network.format.clone(),
             shapes,
             alpha: network.residual_alpha,
-            attention,
-            norm_dense_max_batch,
         })
+    }
+
+    /// What of the network its plans depend on.
+    fn body(&self) -> Body<'_> {
+        let weight_gen = self.net.smolgen_weight_gen.is_some();
+        Body {
+            shapes: &self.shapes,
+            smolgen_layers: (self.net.encoders.iter())
+                .map(|layer| layer.smolgen.is_some() && weight_gen)
+                .collect(),
+            pe_dense: self.net.pe_dense.is_some(),
+            default_activation: self.format.default_activation,
+            smolgen_activation: self.format.smolgen_activation,
+        }
     }
 
     fn forward<'a>(
         &'a self,
         ops: &Ops<'a>,
+        plan: &'a BodyPlan,
         io: &'a IoBuffers,
         buffers: &'a Buffers,
     ) -> Forward<'a> {
         Forward {
             ops: *ops,
+            plan,
             net: &self.net,
             format: &self.format,
             shapes: &self.shapes,
             buffers,
             io,
             alpha: self.alpha,
-            attention: self.attention,
-            norm_dense_max_batch: self.norm_dense_max_batch,
         }
     }
 }
 
 impl NetworkPass for AttentionPass {
     type Buffers = Buffers;
+    type Plan = BodyPlan;
+
+    fn plan(&self, pass: PassPlan) -> GpuResult<BodyPlan> {
+        BodyPlan::new(pass, &self.body(), Scope::WholePass)
+    }
 
     fn buffers(&self, device: &dyn GpuDevice, max_batch: usize) -> GpuResult<Buffers> {
         Buffers::new(device, &self.shapes, &self.net.policy, max_batch)
@@ -247,11 +254,11 @@ impl NetworkPass for AttentionPass {
     fn enqueue(
         &self,
         ops: &Ops<'_>,
+        plan: &BodyPlan,
         io: &IoBuffers,
         buffers: &Buffers,
-        batch: usize,
     ) -> GpuResult<()> {
-        self.forward(ops, io, buffers).enqueue(batch)
+        self.forward(ops, plan, io, buffers).enqueue()
     }
 
     /// The residual stream after the embedding and after each encoder layer.
@@ -260,9 +267,10 @@ impl NetworkPass for AttentionPass {
         ops: &Ops<'_>,
         io: &IoBuffers,
         buffers: &Buffers,
-        batch: usize,
     ) -> GpuResult<Option<Vec<Vec<f32>>>> {
-        let forward = self.forward(ops, io, buffers);
+        let plan = BodyPlan::new(ops.plan.clone(), &self.body(), Scope::LayerByLayer)?;
+        let batch = plan.batch();
+        let forward = self.forward(ops, &plan, io, buffers);
         let download_x = || -> GpuResult<Vec<f32>> {
             let mut bytes = vec![0u8; batch * SQUARES * self.shapes.embedding * HALF];
             ops.device.download(buffers.x.ptr(), &mut bytes)?;
@@ -274,7 +282,7 @@ impl NetworkPass for AttentionPass {
         forward.embed(batch)?;
         let mut out = vec![download_x()?];
         for layer in 0..self.net.encoders.len() {
-            forward.encoder(layer, batch)?;
+            forward.encoder(layer)?;
             out.push(download_x()?);
         }
         Ok(Some(out))

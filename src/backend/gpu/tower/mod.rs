@@ -6,10 +6,11 @@
 pub mod weights;
 
 use super::dense::DenseGpu;
-use super::ops::{
-    Cost, HALF, IoBuffers, Ops, PLANES, SQUARES, finish_value, linear_cost, pass_cost,
-};
+use super::io::{HALF, IoBuffers, PLANES, SQUARES};
+use super::marks::{Cost, linear_cost, pass_cost};
+use super::ops::{Ops, finish_value};
 use super::pass::NetworkPass;
+use super::plan::PassPlan;
 use super::policy::PolicyBuffers;
 use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
@@ -88,6 +89,13 @@ fn head_dense_width(net: &TowerGpu) -> usize {
 
 impl NetworkPass for TowerPass {
     type Buffers = TowerBuffers;
+    /// A tower's choices are the shared ones: which kernel each dense layer (convolutions
+    /// included) runs on, and programmatic launch.
+    type Plan = PassPlan;
+
+    fn plan(&self, pass: PassPlan) -> GpuResult<PassPlan> {
+        Ok(pass)
+    }
 
     fn buffers(&self, device: &dyn GpuDevice, max_batch: usize) -> GpuResult<TowerBuffers> {
         let net = &self.net;
@@ -133,9 +141,9 @@ impl NetworkPass for TowerPass {
     fn enqueue(
         &self,
         ops: &Ops<'_>,
+        plan: &PassPlan,
         io: &IoBuffers,
         b: &TowerBuffers,
-        batch: usize,
     ) -> GpuResult<()> {
         let pass = TowerForward {
             ops: *ops,
@@ -145,7 +153,7 @@ impl NetworkPass for TowerPass {
             io,
             b,
         };
-        pass.enqueue(batch)
+        pass.enqueue(plan.batch)
     }
 
     fn format(&self) -> &NetFormat {

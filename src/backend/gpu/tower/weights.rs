@@ -5,7 +5,7 @@
 //! inputs in square-major order (the file's are channel-major, `channel·64 + square`).
 
 use crate::backend::gpu::dense::{DenseGpu, dense, upload_i16};
-use crate::backend::gpu::ops::SQUARES;
+use crate::backend::gpu::io::SQUARES;
 use crate::backend::gpu::policy::PolicyGpu;
 use crate::chess::conv_policy_map::conv_policy_map;
 use crate::chess::policy_index::POLICY_SIZE;
