@@ -29,7 +29,9 @@ fn readme() -> String {
 
 /// A path as the table or the tree names it: without `./` and without a trailing `/`.
 fn normalise(path: &str) -> String {
-    path.trim_start_matches("./").trim_end_matches('/').to_owned()
+    path.trim_start_matches("./")
+        .trim_end_matches('/')
+        .to_owned()
 }
 
 /// The `` `code` `` items of a piece of Markdown.
