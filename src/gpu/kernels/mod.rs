@@ -60,7 +60,8 @@ pub fn cuda_kernel_names(arch: u32) -> Vec<&'static str> {
 
 /// The most rows `dense_rows` takes (`DENSE_ROWS_MAX` in hip/kernels.hip): dense layers with
 /// at most this many rows (per-position layers at batch ≤ 4) run there instead of in a GEMM.
-/// Measured on the H200 (T82): from 5 rows cuBLASLt is as fast or faster (docs/log/2026-11-21.md).
+/// Measured on an H200, 2026-11-21, T82 at batch 1–8 (`f5d37bb`): from 5 rows cuBLASLt is as
+/// fast or faster (docs/performance.md, "Decisions").
 pub const DENSE_ROWS_MAX: usize = 4;
 
 /// How many warps of `dense_rows` share one output of a `k`-wide layer: enough that each lane
