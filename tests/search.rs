@@ -202,6 +202,35 @@ fn a_full_tree_ends_the_search_with_a_move() {
     assert!(!unlimited.tree_full);
 }
 
+/// `go nodes 0` (a limit already reached before the root has a move to name) still evaluates
+/// the root once and names its best move, with one thread and with several, instead of
+/// gathering nothing again and again.
+#[test]
+fn a_zero_node_limit_evaluates_the_root_and_names_a_move() {
+    for threads in [1, 3] {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+            let params = SearchParams {
+                threads,
+                ..SearchParams::default()
+            };
+            let mut search = Search::new(backend, params);
+            search.set_position(history("startpos"));
+            let result = search_nodes(&mut search, 0);
+            done.send((result.best_move, search.root_visits())).unwrap();
+        });
+        let (best, visits) = finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a search with a zero node limit ended within 60 s");
+        assert!(
+            shakmaty::Chess::default().is_legal(best),
+            "{threads} threads"
+        );
+        assert_eq!(visits, 1, "{threads} threads");
+    }
+}
+
 #[test]
 fn a_finished_game_is_an_error_not_a_move() {
     let backend: Arc<dyn Backend> = Arc::from(cpu_backend());

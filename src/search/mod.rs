@@ -488,7 +488,8 @@ fn batch_plan<'a>(
             evaluations: cap.min(playouts),
             playouts,
             remaining_playouts: remaining_playouts(state, limits, start, params),
-            visit_limit: limits.nodes,
+            // The root's own evaluation is gathered whatever the node limit says.
+            visit_limit: limits.nodes.filter(|_| has_move),
         })
     }
 }
