@@ -289,19 +289,20 @@ struct ChildScores {
 }
 
 impl ChildScores {
+    /// The terms at node `index`; each child's statistics are looked up once (they lie
+    /// apart from the edges, see [`super::tree`]).
     fn at(tree: &Tree, params: &SearchParams, index: u32) -> Self {
-        let puct = Puct::at(tree, params, index);
         let edges = tree.edges_of(index);
-        let weighted_prior: Vec<f64> = edges
-            .iter()
-            .map(|e| f64::from(e.prior) * puct.mult)
-            .collect();
-        let util: Vec<f64> = edges.iter().map(|e| puct.util(tree.stats(e))).collect();
-        let started: Vec<u32> = edges
-            .iter()
-            .map(|e| tree.stats(e))
-            .map(|c| c.visits + c.in_flight)
-            .collect();
+        let stats: Vec<&Node> = edges.iter().map(|e| tree.stats(e)).collect();
+        let priors = edges.iter().map(|e| e.prior);
+        let puct = Puct::new(
+            tree.node(index),
+            params,
+            priors.clone().zip(stats.iter().copied()),
+        );
+        let weighted_prior: Vec<f64> = priors.map(|p| f64::from(p) * puct.mult).collect();
+        let util: Vec<f64> = stats.iter().map(|c| puct.util(c)).collect();
+        let started: Vec<u32> = stats.iter().map(|c| c.visits + c.in_flight).collect();
         let score = (0..edges.len())
             .map(|i| weighted_prior[i] / f64::from(1 + started[i]) + util[i])
             .collect();
@@ -346,16 +347,26 @@ pub(super) struct Puct {
 
 impl Puct {
     pub fn at(tree: &Tree, p: &SearchParams, index: u32) -> Self {
-        let parent = tree.node(index);
+        let children = tree
+            .edges_of(index)
+            .iter()
+            .map(|e| (e.prior, tree.stats(e)));
+        Self::new(tree.node(index), p, children)
+    }
+
+    /// The terms at `parent`, whose children are given by their priors and statistics.
+    fn new<'n>(
+        parent: &Node,
+        p: &SearchParams,
+        children: impl Iterator<Item = (f32, &'n Node)>,
+    ) -> Self {
         let n = f64::from(parent.visits);
         let cpuct = f64::from(p.cpuct)
             + f64::from(p.cpuct_factor)
                 * ((n + f64::from(p.cpuct_base)) / f64::from(p.cpuct_base)).ln();
-        let visited_policy: f64 = tree
-            .edges_of(index)
-            .iter()
-            .filter(|e| tree.stats(e).visits > 0)
-            .map(|e| f64::from(e.prior))
+        let visited_policy: f64 = children
+            .filter(|(_, c)| c.visits > 0)
+            .map(|(prior, _)| f64::from(prior))
             .sum();
         // The parent's value for the side to move there (its own is for the other side).
         let parent_q = -parent.q();
