@@ -278,18 +278,20 @@ impl Tree {
     /// lc0 orders them.
     pub fn ranked_children(&self, index: u32) -> Vec<u32> {
         let mut children: Vec<u32> = self.children(index).collect();
-        children.sort_by(|&a, &b| self.child_order(b, a));
+        children.sort_by(|&a, &b| self.edge_order(self.edge(b), self.edge(a)));
         children
     }
 
     /// The best edge of `index` (see [`Tree::ranked_children`]).
     pub fn best_child(&self, index: u32) -> Option<u32> {
-        self.children(index).max_by(|&a, &b| self.child_order(a, b))
+        let best = (self.children(index).start..).zip(self.edges_of(index));
+        best.max_by(|(_, a), (_, b)| self.edge_order(a, b))
+            .map(|(edge, _)| edge)
     }
 
-    fn child_order(&self, a: u32, b: u32) -> std::cmp::Ordering {
-        let (prior_a, prior_b) = (self.edge(a).prior, self.edge(b).prior);
-        let (a, b) = (self.child(a), self.child(b));
+    fn edge_order(&self, a: &Edge, b: &Edge) -> std::cmp::Ordering {
+        let (prior_a, prior_b) = (a.prior, b.prior);
+        let (a, b) = (self.stats(a), self.stats(b));
         let rank = |n: &Node| match n.proof {
             Some(p) if p.value == 1 => (2, -i32::from(p.plies)),
             Some(p) if p.value == -1 => (0, i32::from(p.plies)),
