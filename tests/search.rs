@@ -261,10 +261,10 @@ fn assert_tree_consistent(search: &Search, reused: u32, playouts: u64) {
             node.value_sum,
             node.visits
         );
-        let children: u32 = tree.children(index).map(|c| tree.node(c).visits).sum();
+        let children: u32 = tree.children(index).map(|e| tree.child(e).visits).sum();
         if node.proof.is_some() && !node.expanded {
             assert!(
-                node.children.is_empty(),
+                tree.children(index).is_empty(),
                 "node {index}: a game end with children"
             );
             continue;
@@ -277,9 +277,13 @@ fn assert_tree_consistent(search: &Search, reused: u32, playouts: u64) {
         } else {
             assert_eq!(node.visits, 0, "node {index}: visited but not expanded");
         }
-        for child in tree.children(index) {
-            let m = tree.node(child).mv.unwrap();
-            assert!(position.is_legal(m), "node {child}: illegal move {m}");
+        for edge in tree.children(index) {
+            let m = tree.edge(edge).mv;
+            assert!(position.is_legal(m), "edge {edge}: illegal move {m}");
+            let Some(child) = tree.child_node(edge) else {
+                continue;
+            };
+            assert_eq!(tree.mv(child), Some(m), "node {child}");
             let mut next = position.clone();
             next.play_unchecked(m);
             stack.push((child, next));
@@ -492,8 +496,8 @@ fn multipv_and_searchmoves_shape_the_report() {
     let tree = search.tree();
     let visited: u32 = tree
         .children(ROOT)
-        .filter(|&c| asked.contains(&tree.node(c).mv.unwrap()))
-        .map(|c| tree.node(c).visits)
+        .filter(|&e| asked.contains(&tree.edge(e).mv))
+        .map(|e| tree.child(e).visits)
         .sum();
     assert_eq!(visited + 1, search.root_visits());
     assert_eq!(search.move_stats().len(), 20);

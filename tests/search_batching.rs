@@ -104,14 +104,14 @@ fn check_outputs_reach_their_nodes(tree: &Tree, index: u32, history: &mut Positi
         ))
         .collect();
     expected.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let children: Vec<_> = tree.children(index).map(|c| tree.node(c)).collect();
-    assert_eq!(children.len(), expected.len());
-    for (child, (m, p)) in children.iter().zip(&expected) {
-        let prior_ok = (child.prior - p).abs() < 1e-6;
+    let edges = tree.edges_of(index);
+    assert_eq!(edges.len(), expected.len());
+    for (edge, (m, p)) in edges.iter().zip(&expected) {
+        let prior_ok = (edge.prior - p).abs() < 1e-6;
         assert!(
             prior_ok,
             "prior of {m:?}: {} vs its position's {p}",
-            child.prior
+            edge.prior
         );
     }
     if node.visits == 1 && index != ROOT {
@@ -121,8 +121,11 @@ fn check_outputs_reach_their_nodes(tree: &Tree, index: u32, history: &mut Positi
     }
     let mut checked = 1;
     let len = history.len();
-    for child in tree.children(index) {
-        history.play(tree.node(child).mv.expect("children have moves"));
+    for edge in tree.children(index) {
+        let Some(child) = tree.child_node(edge) else {
+            continue;
+        };
+        history.play(tree.edge(edge).mv);
         checked += check_outputs_reach_their_nodes(tree, child, history);
         history.truncate(len);
     }

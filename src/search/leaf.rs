@@ -35,7 +35,7 @@ impl StartedLeaf {
     pub fn at(tree: &Tree, path: &[u32]) -> Self {
         let moves = path[1..]
             .iter()
-            .map(|&index| tree.node(index).mv.expect("children have moves"))
+            .map(|&index| tree.mv(index).expect("children have moves"))
             .collect();
         let leaf = *path.last().expect("a path holds the root");
         Self {

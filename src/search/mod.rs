@@ -5,6 +5,7 @@
 //! answered out of order), an NN cache, terminal positions scored by the rules, and tree reuse
 //! between moves.
 
+mod arena;
 pub mod cache;
 mod leaf;
 mod pick;
@@ -56,8 +57,9 @@ pub struct SearchParams {
     pub max_out_of_order_evals_factor: f32,
     /// NN cache entries.
     pub cache_size: usize,
-    /// The most nodes the tree may hold (each about 48 bytes); a search that reaches it ends,
-    /// as lc0's RamLimitMb does, instead of growing until memory runs out.
+    /// The most edges and nodes the tree may hold together (16 and 40 bytes, see
+    /// [`tree`]); a search that reaches it ends, as lc0's RamLimitMb does, instead of growing
+    /// until memory runs out.
     pub max_tree_nodes: usize,
     /// UCI_Chess960: castling moves are written as king takes rook.
     pub chess960: bool,
@@ -324,7 +326,8 @@ impl Search {
         let mut reusable = true;
         for m in moves {
             self.root.play(*m);
-            match self.tree.child_by_move(index, m) {
+            let child = self.tree.child_by_move(index, m);
+            match child.and_then(|edge| self.tree.child_node(edge)) {
                 Some(child) if reusable => index = child,
                 _ => reusable = false,
             }
@@ -540,11 +543,11 @@ fn mate_found(tree: &Tree, root_moves: &[Move], moves: u32) -> bool {
 }
 
 /// Whether the leaves in flight (a batch on each search thread) could take the tree past
-/// `max_nodes` (each leaf adds at most 218 children, the most legal moves a chess position
-/// has).
+/// `max_nodes` (see [`Tree::size`]: each leaf adds its node and at most 218 edges, the most
+/// legal moves a chess position has).
 fn tree_full(tree: &Tree, in_flight: usize, max_nodes: usize) -> bool {
-    let worst = in_flight.saturating_mul(218);
-    tree.nodes.len().saturating_add(worst) > max_nodes
+    let worst = in_flight.saturating_mul(1 + 218);
+    tree.size().saturating_add(worst) > max_nodes
 }
 
 /// Whether smart pruning ends a search with a limit, as lc0's does: one move to choose from,
@@ -557,13 +560,13 @@ fn settled(state: &mut TreeState, limits: &Limits, start: Instant, factor: f32) 
     }
     let tree = &*state.tree;
     let edges = root_ranking(tree, &limits.searchmoves);
-    let proof = |c: u32| tree.node(c).proof.map(|p| p.value);
+    let proof = |c: u32| tree.child(c).proof.map(|p| p.value);
     let not_lost = edges.iter().filter(|&&c| proof(c) != Some(-1)).count();
     let win_found = edges.first().is_some_and(|&c| proof(c) == Some(1));
     if not_lost <= 1 || win_found {
         return true;
     }
-    let edge_visits: Vec<u32> = edges.iter().map(|&c| tree.node(c).visits).collect();
+    let edge_visits: Vec<u32> = edges.iter().map(|&c| tree.child(c).visits).collect();
     if state.stats.playouts == 0 {
         return false;
     }
@@ -619,20 +622,22 @@ fn info(
     }
 }
 
-/// The root's children among `root_moves` (all where empty), best first.
+/// The root's edges among `root_moves` (all where empty), best first.
 fn root_ranking(tree: &Tree, root_moves: &[Move]) -> Vec<u32> {
     let mut ranked = tree.ranked_children(ROOT);
     if !root_moves.is_empty() {
-        ranked.retain(|&c| tree.node(c).mv.is_some_and(|m| root_moves.contains(&m)));
+        ranked.retain(|&e| root_moves.contains(&tree.edge(e).mv));
     }
     ranked
 }
 
-/// The line under the root's child `child`.
-fn pv_line(tree: &Tree, child: u32) -> PvLine {
-    let node = tree.node(child);
-    let mut pv: Vec<Move> = node.mv.into_iter().collect();
-    pv.extend(tree.principal_variation(child));
+/// The line through the root's edge `edge`.
+fn pv_line(tree: &Tree, edge: u32) -> PvLine {
+    let node = tree.child(edge);
+    let mut pv = vec![tree.edge(edge).mv];
+    if let Some(child) = tree.child_node(edge) {
+        pv.extend(tree.principal_variation(child));
+    }
     let q = node.proof.map_or(node.q() as f32, |p| p.value());
     let d = match node.proof {
         Some(p) => f32::from(u8::from(p.value == 0)),
@@ -653,7 +658,7 @@ fn pv_line(tree: &Tree, child: u32) -> PvLine {
         q,
         wdl: [(1.0 + q - d) / 2.0, d, (1.0 - q - d) / 2.0],
         mate,
-        move_number: child - tree.children(ROOT).start + 1,
+        move_number: edge - tree.children(ROOT).start + 1,
     }
 }
 

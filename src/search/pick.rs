@@ -68,7 +68,7 @@ pub(super) struct Pass<'t, 'i, V> {
     limit: u32,
     /// The fewest visits any choice of this pass could take before it changed.
     max_limit: u32,
-    /// The root's best child when the pass began (never pruned at the root).
+    /// The root's best edge when the pass began (never pruned at the root).
     best_root_child: Option<u32>,
 }
 
@@ -159,7 +159,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
                 }
                 None => limit,
             };
-            let child_index = scores.children.start + best as u32;
+            let child_index = self.tree.spawn_child(scores.children.start + best as u32);
             let share = share_of(&mut shares, child_index);
             share.visits += new_visits;
             limit -= new_visits;
@@ -193,8 +193,8 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
         let mut second_score: Option<f64> = None;
         let mut can_exit = false;
         for i in 0..scores.len() {
-            let child = scores.children.start + i as u32;
-            if index == ROOT && !self.searchable_at_root(child) {
+            let edge = scores.children.start + i as u32;
+            if index == ROOT && !self.searchable_at_root(edge) {
                 continue;
             }
             let score = scores.score[i];
@@ -219,18 +219,17 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
         best.map(|(best, _)| Choice { best, second_score })
     }
 
-    /// Whether a root child may take visits: it is among `searchmoves` (where given), and it
-    /// is the best child or can still catch up with it in the playouts left.
-    fn searchable_at_root(&self, child: u32) -> bool {
-        let node = self.tree.node(child);
-        if !self.input.root_moves.is_empty()
-            && !node.mv.is_some_and(|m| self.input.root_moves.contains(&m))
-        {
+    /// Whether a root edge may take visits: its move is among `searchmoves` (where given), and
+    /// it is the best edge or can still catch up with it in the playouts left.
+    fn searchable_at_root(&self, edge: u32) -> bool {
+        let root_moves = self.input.root_moves;
+        if !root_moves.is_empty() && !root_moves.contains(&self.tree.edge(edge).mv) {
             return false;
         }
         match self.best_root_child {
-            Some(best) if best != child => {
-                let behind = f64::from(self.tree.node(best).visits) - f64::from(node.visits);
+            Some(best) if best != edge => {
+                let visits = |e| f64::from(self.tree.child(e).visits);
+                let behind = visits(best) - visits(edge);
                 self.input.remaining_playouts >= behind
             }
             _ => true,
@@ -278,6 +277,7 @@ struct Choice {
 
 /// The PUCT terms of one node's children during a pass.
 struct ChildScores {
+    /// The node's edges.
     children: std::ops::Range<u32>,
     /// `P · cpuct · √(N − 1)` per child.
     weighted_prior: Vec<f64>,
@@ -289,21 +289,25 @@ struct ChildScores {
 }
 
 impl ChildScores {
+    /// The terms at node `index`; each child's statistics are looked up once (they lie
+    /// apart from the edges, see [`super::tree`]).
     fn at(tree: &Tree, params: &SearchParams, index: u32) -> Self {
-        let puct = Puct::at(tree, params, index);
-        let children = tree.children(index);
-        let nodes = &tree.nodes[children.start as usize..children.end as usize];
-        let weighted_prior: Vec<f64> = nodes
-            .iter()
-            .map(|c| f64::from(c.prior) * puct.mult)
-            .collect();
-        let util: Vec<f64> = nodes.iter().map(|c| puct.util(c)).collect();
-        let started: Vec<u32> = nodes.iter().map(|c| c.visits + c.in_flight).collect();
-        let score = (0..nodes.len())
+        let edges = tree.edges_of(index);
+        let stats: Vec<&Node> = edges.iter().map(|e| tree.stats(e)).collect();
+        let priors = edges.iter().map(|e| e.prior);
+        let puct = Puct::new(
+            tree.node(index),
+            params,
+            priors.clone().zip(stats.iter().copied()),
+        );
+        let weighted_prior: Vec<f64> = priors.map(|p| f64::from(p) * puct.mult).collect();
+        let util: Vec<f64> = stats.iter().map(|c| puct.util(c)).collect();
+        let started: Vec<u32> = stats.iter().map(|c| c.visits + c.in_flight).collect();
+        let score = (0..edges.len())
             .map(|i| weighted_prior[i] / f64::from(1 + started[i]) + util[i])
             .collect();
         Self {
-            children,
+            children: tree.children(index),
             weighted_prior,
             util,
             started,
@@ -343,16 +347,26 @@ pub(super) struct Puct {
 
 impl Puct {
     pub fn at(tree: &Tree, p: &SearchParams, index: u32) -> Self {
-        let parent = tree.node(index);
+        let children = tree
+            .edges_of(index)
+            .iter()
+            .map(|e| (e.prior, tree.stats(e)));
+        Self::new(tree.node(index), p, children)
+    }
+
+    /// The terms at `parent`, whose children are given by their priors and statistics.
+    fn new<'n>(
+        parent: &Node,
+        p: &SearchParams,
+        children: impl Iterator<Item = (f32, &'n Node)>,
+    ) -> Self {
         let n = f64::from(parent.visits);
         let cpuct = f64::from(p.cpuct)
             + f64::from(p.cpuct_factor)
                 * ((n + f64::from(p.cpuct_base)) / f64::from(p.cpuct_base)).ln();
-        let visited_policy: f64 = tree
-            .children(index)
-            .map(|c| tree.node(c))
-            .filter(|c| c.visits > 0)
-            .map(|c| f64::from(c.prior))
+        let visited_policy: f64 = children
+            .filter(|(_, c)| c.visits > 0)
+            .map(|(prior, _)| f64::from(prior))
             .sum();
         // The parent's value for the side to move there (its own is for the other side).
         let parent_q = -parent.q();
@@ -373,12 +387,13 @@ impl Puct {
         }
     }
 
-    /// A child's Q (see [`Puct::util`]) and U, its in-flight visits counted as started.
-    pub fn q_and_u(&self, child: &Node) -> (f64, f64) {
+    /// A child's Q (see [`Puct::util`]) and U from its `prior`, its in-flight visits counted
+    /// as started.
+    pub fn q_and_u(&self, child: &Node, prior: f32) -> (f64, f64) {
         let started = f64::from(child.visits + child.in_flight);
         (
             self.util(child),
-            self.mult * f64::from(child.prior) / (1.0 + started),
+            self.mult * f64::from(prior) / (1.0 + started),
         )
     }
 }

@@ -44,23 +44,24 @@ pub fn root_move_stats(
     }
     let puct = Puct::at(tree, params, ROOT);
     let mut stats: Vec<MoveStats> = tree
-        .children(ROOT)
-        .filter_map(|c| {
-            let node = tree.node(c);
-            let (q, u) = puct.q_and_u(node);
-            let mv = node.mv?;
-            Some(MoveStats {
+        .edges_of(ROOT)
+        .iter()
+        .map(|edge| {
+            let node = tree.stats(edge);
+            let (q, u) = puct.q_and_u(node, edge.prior);
+            let mv = edge.mv;
+            MoveStats {
                 mv,
                 visits: node.visits,
                 in_flight: node.in_flight,
-                prior: node.prior,
+                prior: edge.prior,
                 q: q as f32,
                 draw: (node.visits > 0).then_some(node.draw),
                 u: u as f32,
                 score: (q + u) as f32,
                 proof: node.proof,
                 network_value: cached_value(mv),
-            })
+            }
         })
         .collect();
     stats.sort_by(|a, b| a.visits.cmp(&b.visits).then(a.score.total_cmp(&b.score)));

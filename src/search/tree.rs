@@ -1,9 +1,16 @@
-//! The search tree: nodes in one arena, each node's children contiguous, values stored from
-//! the point of view of the player who made the move into the node.
+//! The search tree, values stored from the point of view of the player who made the move into
+//! the node. Expanding a leaf and walking the tree touch as little memory as they can, as in
+//! lc0: a node's children are compact [`Edge`]s (its move and prior, 16 bytes), contiguous per
+//! node and most likely first, and a child gets its [`Node`] (its statistics, 40 bytes) only
+//! when its first visit starts. Most children are never visited: where each child was a
+//! 48-byte node, a leaf with 30 moves now adds 480 bytes instead of 1,440. Both live in
+//! chunked arenas ([`Arena`]), which never move what they hold as the tree grows.
 
 use std::ops::Range;
 
 use shakmaty::Move;
+
+use super::arena::Arena;
 
 /// A game result known for certain, for the player who made the move into the node: at a
 /// game end (`plies` 0), or proven from the children (lc0's certainty propagation, lite): a
@@ -31,49 +38,68 @@ impl Proof {
     }
 }
 
-/// One position of the tree, reached by `mv` from its parent.
+/// A move out of a node with its policy prior: a node's edges lie together in the tree's edge
+/// arena, most likely first. The child's statistics exist only once a visit starts there
+/// (lc0 spawns its nodes the same way), since most children are never visited.
+#[derive(Debug, Clone)]
+pub struct Edge {
+    pub mv: Move,
+    /// The policy prior of `mv`.
+    pub prior: f32,
+    /// The child's [`Node`] ([`NONE`] until its first visit starts).
+    node: u32,
+}
+
+/// The statistics of a node once a visit started there, for the player who made the move
+/// into it.
 #[derive(Debug, Clone)]
 pub struct Node {
-    /// The move into this node (`None` at the root).
-    pub mv: Option<Move>,
-    /// The policy prior of `mv` at the parent.
-    pub prior: f32,
-    pub visits: u32,
-    /// Sum of backed-up values for the player who made `mv` (+1 win, −1 loss).
+    /// Sum of backed-up values for the player who made the move into it (+1 win, −1 loss).
     pub value_sum: f64,
-    /// Mean of the backed-up draw probabilities.
-    pub draw: f32,
+    pub visits: u32,
     /// Visits on their way through this node, not yet backed up: they lower its exploration
     /// term while they are under way (lc0's N in flight).
     pub in_flight: u32,
-    /// The children, once expanded.
-    pub children: Range<u32>,
+    /// Mean of the backed-up draw probabilities.
+    pub draw: f32,
+    /// The first of its edges, once expanded.
+    first_edge: u32,
+    /// The edge into it ([`NONE`] at the root), which holds its move.
+    edge: u32,
+    /// How many edges it has (a chess position has at most 218 legal moves).
+    edge_count: u8,
     pub expanded: bool,
-    /// The result here, when it is certain (see [`Proof`]).
-    pub proof: Option<Proof>,
     /// Where the proof is lc0's two-fold draw (the position repeats one inside the search, so
     /// that either side could repeat it again): the plies of that cycle. Such a draw holds only
     /// while the cycle lies below the root; it proves nothing about the parent.
     pub two_fold: u16,
+    /// The result here, when it is certain (see [`Proof`]).
+    pub proof: Option<Proof>,
 }
 
+/// No node (an unvisited edge's child, the root's parent edge).
+const NONE: u32 = u32::MAX;
+
+/// What an edge whose child has no node reads as: nothing visited, nothing known.
+static UNVISITED: Node = Node::new(NONE);
+
 impl Node {
-    fn new(mv: Option<Move>, prior: f32) -> Self {
+    const fn new(edge: u32) -> Self {
         Self {
-            mv,
-            prior,
-            visits: 0,
             value_sum: 0.0,
-            draw: 0.0,
+            visits: 0,
             in_flight: 0,
-            children: 0..0,
+            draw: 0.0,
+            first_edge: 0,
+            edge,
+            edge_count: 0,
             expanded: false,
-            proof: None,
             two_fold: 0,
+            proof: None,
         }
     }
 
-    /// The mean value for the player who made `mv`.
+    /// The mean value for the player who made the move into it.
     pub fn q(&self) -> f64 {
         if self.visits == 0 {
             0.0
@@ -83,16 +109,20 @@ impl Node {
     }
 }
 
-/// The arena; node 0 is the root.
+/// Edges and nodes in chunked arenas ([`Arena`]); node 0 is the root.
 #[derive(Debug, Clone)]
 pub struct Tree {
-    pub nodes: Vec<Node>,
+    nodes: Arena<Node>,
+    edges: Arena<Edge>,
 }
 
 impl Default for Tree {
     fn default() -> Self {
+        let mut nodes = Arena::default();
+        nodes.push(Node::new(NONE));
         Self {
-            nodes: vec![Node::new(None, 1.0)],
+            nodes,
+            edges: Arena::default(),
         }
     }
 }
@@ -101,27 +131,88 @@ pub const ROOT: u32 = 0;
 
 impl Tree {
     pub fn node(&self, index: u32) -> &Node {
-        &self.nodes[index as usize]
+        self.nodes.get(index)
     }
 
     pub fn node_mut(&mut self, index: u32) -> &mut Node {
-        &mut self.nodes[index as usize]
+        self.nodes.get_mut(index)
     }
 
+    /// The edges of node `index` (empty until it is expanded).
     pub fn children(&self, index: u32) -> Range<u32> {
-        self.node(index).children.clone()
+        let node = self.node(index);
+        node.first_edge..node.first_edge + u32::from(node.edge_count)
     }
 
-    /// Adds the children of `index` with their priors, which come most likely first (the
+    /// The edges of node `index` as a slice, for scans over all of them.
+    pub fn edges_of(&self, index: u32) -> &[Edge] {
+        let node = self.node(index);
+        self.edges
+            .run(node.first_edge, usize::from(node.edge_count))
+    }
+
+    pub fn edge(&self, edge: u32) -> &Edge {
+        self.edges.get(edge)
+    }
+
+    /// The child node behind `edge`, once a visit has started there.
+    pub fn child_node(&self, edge: u32) -> Option<u32> {
+        let node = self.edge(edge).node;
+        (node != NONE).then_some(node)
+    }
+
+    /// The statistics of the child behind `edge` (all zero where no visit has started).
+    pub fn child(&self, edge: u32) -> &Node {
+        self.stats(self.edge(edge))
+    }
+
+    /// The statistics of the child behind an edge of [`Tree::edges_of`].
+    pub fn stats(&self, edge: &Edge) -> &Node {
+        match edge.node {
+            NONE => &UNVISITED,
+            node => self.node(node),
+        }
+    }
+
+    /// The child node behind `edge`, made where it has none yet (a visit starts there).
+    pub fn spawn_child(&mut self, edge: u32) -> u32 {
+        match self.edge(edge).node {
+            NONE => {
+                let node = self.nodes.push(Node::new(edge));
+                self.edges.get_mut(edge).node = node;
+                node
+            }
+            node => node,
+        }
+    }
+
+    /// The move into node `index` (`None` at the root).
+    pub fn mv(&self, index: u32) -> Option<Move> {
+        match self.node(index).edge {
+            NONE => None,
+            edge => Some(self.edge(edge).mv),
+        }
+    }
+
+    /// The tree's size as [`super::SearchParams::max_tree_nodes`] counts it: its edges and its
+    /// nodes.
+    pub fn size(&self) -> usize {
+        self.edges.len() + self.nodes.len()
+    }
+
+    /// Adds the edges of `index` with their priors, which come most likely first (the
     /// picker's scan of unvisited children relies on that order).
     pub fn expand(&mut self, index: u32, children: &[(Move, f32)]) {
         debug_assert!(children.is_sorted_by(|a, b| a.1 >= b.1));
-        let start = self.nodes.len() as u32;
-        let end = start + children.len() as u32;
-        self.nodes
-            .extend(children.iter().map(|&(m, p)| Node::new(Some(m), p)));
+        let edges = children.iter().map(|&(mv, prior)| Edge {
+            mv,
+            prior,
+            node: NONE,
+        });
+        let first_edge = self.edges.extend(edges);
         let node = self.node_mut(index);
-        node.children = start..end;
+        node.first_edge = first_edge;
+        node.edge_count = u8::try_from(children.len()).expect("at most 218 legal moves");
         node.expanded = true;
     }
 
@@ -160,8 +251,8 @@ impl Tree {
     fn proof_from_children(&self, index: u32) -> Option<Proof> {
         let mut best: Option<Proof> = None;
         let mut all_proven = true;
-        for child in self.children(index) {
-            let node = self.node(child);
+        for edge in self.edges_of(index) {
+            let node = self.stats(edge);
             let Some(p) = node.proof.filter(|_| node.two_fold == 0) else {
                 all_proven = false;
                 continue;
@@ -182,22 +273,25 @@ impl Tree {
         }
     }
 
-    /// The children of `index`, best first: proven wins (the fastest first), then by visits
+    /// The edges of `index`, best first: proven wins (the fastest first), then by visits
     /// (ties: the better value, then the prior), proven losses last (the slowest first), as
     /// lc0 orders them.
     pub fn ranked_children(&self, index: u32) -> Vec<u32> {
         let mut children: Vec<u32> = self.children(index).collect();
-        children.sort_by(|&a, &b| self.child_order(b, a));
+        children.sort_by(|&a, &b| self.edge_order(self.edge(b), self.edge(a)));
         children
     }
 
-    /// The best child of `index` (see [`Tree::ranked_children`]).
+    /// The best edge of `index` (see [`Tree::ranked_children`]).
     pub fn best_child(&self, index: u32) -> Option<u32> {
-        self.children(index).max_by(|&a, &b| self.child_order(a, b))
+        let best = (self.children(index).start..).zip(self.edges_of(index));
+        best.max_by(|(_, a), (_, b)| self.edge_order(a, b))
+            .map(|(edge, _)| edge)
     }
 
-    fn child_order(&self, a: u32, b: u32) -> std::cmp::Ordering {
-        let (a, b) = (self.node(a), self.node(b));
+    fn edge_order(&self, a: &Edge, b: &Edge) -> std::cmp::Ordering {
+        let (prior_a, prior_b) = (a.prior, b.prior);
+        let (a, b) = (self.stats(a), self.stats(b));
         let rank = |n: &Node| match n.proof {
             Some(p) if p.value == 1 => (2, -i32::from(p.plies)),
             Some(p) if p.value == -1 => (0, i32::from(p.plies)),
@@ -207,7 +301,7 @@ impl Tree {
             .cmp(&rank(b))
             .then(a.visits.cmp(&b.visits))
             .then(a.q().total_cmp(&b.q()))
-            .then(a.prior.total_cmp(&b.prior))
+            .then(prior_a.total_cmp(&prior_b))
     }
 
     /// The principal variation from `index`, as lc0 prints it: the best child (see
@@ -215,13 +309,12 @@ impl Tree {
     /// searched (its policy's first choice where none of its moves has a visit yet).
     pub fn principal_variation(&self, mut index: u32) -> Vec<Move> {
         let mut pv = Vec::new();
-        while let Some(child) = self.best_child(index) {
-            let node = self.node(child);
-            pv.extend(node.mv);
-            if node.visits == 0 {
-                break;
+        while let Some(edge) = self.best_child(index) {
+            pv.push(self.edge(edge).mv);
+            match self.child_node(edge) {
+                Some(child) if self.node(child).visits > 0 => index = child,
+                _ => break,
             }
-            index = child;
         }
         pv
     }
@@ -230,18 +323,33 @@ impl Tree {
     /// searched on whatever was proven about it (it needs a move). Two-fold draws whose cycle
     /// no longer lies below the new root are taken back, visits and all (as lc0 does).
     pub fn subtree(&self, index: u32) -> Tree {
-        let mut nodes = vec![self.node(index).clone()];
-        nodes[0].mv = None;
-        nodes[0].proof = None;
-        let mut next = 0;
-        while next < nodes.len() {
-            let old = nodes[next].children.clone();
-            let start = nodes.len() as u32;
-            nodes.extend_from_slice(&self.nodes[old.start as usize..old.end as usize]);
-            nodes[next].children = start..nodes.len() as u32;
-            next += 1;
+        let mut tree = Tree {
+            nodes: Arena::default(),
+            edges: Arena::default(),
+        };
+        tree.nodes.push(Node {
+            edge: NONE,
+            proof: None,
+            ..self.node(index).clone()
+        });
+        let mut copied = vec![(index, ROOT)];
+        while let Some((old, new)) = copied.pop() {
+            let first_edge = tree.edges.extend(self.edges_of(old).iter().map(|e| Edge {
+                node: NONE,
+                ..e.clone()
+            }));
+            tree.node_mut(new).first_edge = first_edge;
+            for (edge, old_edge) in (first_edge..).zip(self.children(old)) {
+                if let Some(old_child) = self.child_node(old_edge) {
+                    let child = tree.spawn_child(edge);
+                    *tree.node_mut(child) = Node {
+                        edge,
+                        ..self.node(old_child).clone()
+                    };
+                    copied.push((old_child, child));
+                }
+            }
         }
-        let mut tree = Tree { nodes };
         tree.revert_broken_two_folds(&mut vec![ROOT]);
         tree
     }
@@ -271,17 +379,18 @@ impl Tree {
             n.two_fold = 0;
             return;
         }
-        for child in self.children(index) {
-            path.push(child);
-            self.revert_broken_two_folds(path);
-            path.pop();
+        for edge in self.children(index) {
+            if let Some(child) = self.child_node(edge) {
+                path.push(child);
+                self.revert_broken_two_folds(path);
+                path.pop();
+            }
         }
     }
 
-    /// The child of `index` reached by `mv`.
+    /// The edge of `index` that plays `mv`.
     pub fn child_by_move(&self, index: u32, mv: &Move) -> Option<u32> {
-        self.children(index)
-            .find(|&c| self.node(c).mv.as_ref() == Some(mv))
+        self.children(index).find(|&e| self.edge(e).mv == *mv)
     }
 }
 
@@ -298,56 +407,85 @@ fn proof_order(a: Proof, b: Proof) -> std::cmp::Ordering {
 mod tests {
     use super::*;
 
+    fn moves() -> Vec<Move> {
+        shakmaty::Position::legal_moves(&shakmaty::Chess::default())
+            .into_iter()
+            .collect()
+    }
+
+    /// The node behind edge `i` of `parent`, made for the test.
+    fn spawn(tree: &mut Tree, parent: u32, i: u32) -> u32 {
+        tree.spawn_child(tree.children(parent).start + i)
+    }
+
     #[test]
-    fn nodes_stay_small() {
-        // SearchParams::max_tree_nodes is documented in terms of this size.
-        assert!(size_of::<Node>() <= 48, "{} bytes", size_of::<Node>());
+    fn edges_and_nodes_stay_small() {
+        // The module docs and SearchParams::max_tree_nodes give these sizes.
+        assert_eq!(size_of::<Edge>(), 16);
+        assert_eq!(size_of::<Node>(), 40);
+    }
+
+    #[test]
+    fn unvisited_children_read_as_empty_until_spawned() {
+        let moves = moves();
+        let mut tree = Tree::default();
+        tree.expand(ROOT, &[(moves[0], 0.7), (moves[1], 0.3)]);
+        let edge = tree.children(ROOT).start + 1;
+        assert_eq!(tree.child_node(edge), None);
+        assert_eq!((tree.child(edge).visits, tree.child(edge).proof), (0, None));
+        assert_eq!(tree.size(), 3);
+        let node = tree.spawn_child(edge);
+        assert_eq!(tree.spawn_child(edge), node);
+        assert_eq!(tree.child_node(edge), Some(node));
+        assert_eq!(tree.mv(node), Some(moves[1]));
+        assert_eq!(tree.mv(ROOT), None);
+        assert_eq!(tree.size(), 4);
     }
 
     #[test]
     fn proofs_rise_from_the_children() {
-        let moves: Vec<Move> = shakmaty::Position::legal_moves(&shakmaty::Chess::default())
-            .into_iter()
-            .collect();
+        let moves = moves();
         let mut tree = Tree::default();
         tree.expand(ROOT, &[(moves[0], 0.6), (moves[1], 0.4)]);
-        let (a, b) = (1, 2);
+        let (edge_a, edge_b) = (tree.children(ROOT).start, tree.children(ROOT).start + 1);
+        let (a, b) = (spawn(&mut tree, ROOT, 0), spawn(&mut tree, ROOT, 1));
         tree.expand(a, &[(moves[2], 0.5), (moves[3], 0.5)]);
         tree.expand(b, &[(moves[4], 0.5), (moves[5], 0.5)]);
+        let a1 = spawn(&mut tree, a, 0);
+        let (b1, b2) = (spawn(&mut tree, b, 0), spawn(&mut tree, b, 1));
         let proof = |value, plies| Some(Proof { value, plies });
         // A reply to `a` wins for its mover: `a` is lost for ours, one ply further.
-        tree.node_mut(3).proof = proof(1, 0);
-        tree.propagate_proof(&[ROOT, a, 3]);
+        tree.node_mut(a1).proof = proof(1, 0);
+        tree.propagate_proof(&[ROOT, a, a1]);
         assert_eq!(tree.node(a).proof, proof(-1, 1));
         // One reply to `b` proven lost for its mover says nothing while the other is open...
-        tree.node_mut(5).proof = proof(-1, 1);
-        tree.propagate_proof(&[ROOT, b, 5]);
+        tree.node_mut(b1).proof = proof(-1, 1);
+        tree.propagate_proof(&[ROOT, b, b1]);
         assert_eq!(tree.node(b).proof, None);
         // ...and with both lost, `b` wins, the loser choosing the longer loss.
-        tree.node_mut(6).proof = proof(-1, 3);
-        tree.propagate_proof(&[ROOT, b, 6]);
+        tree.node_mut(b2).proof = proof(-1, 3);
+        tree.propagate_proof(&[ROOT, b, b2]);
         assert_eq!(tree.node(b).proof, proof(1, 4));
         // The root is never proven; its ranking puts the win first and the loss last.
         assert_eq!(tree.node(ROOT).proof, None);
         tree.node_mut(a).visits = 50;
-        assert_eq!(tree.ranked_children(ROOT), [b, a]);
+        assert_eq!(tree.ranked_children(ROOT), [edge_b, edge_a]);
         // A draw among lost moves is the best choice.
-        tree.node_mut(5).proof = proof(0, 0);
+        tree.node_mut(b1).proof = proof(0, 0);
         tree.node_mut(b).proof = None;
-        tree.propagate_proof(&[ROOT, b, 5]);
+        tree.propagate_proof(&[ROOT, b, b1]);
         assert_eq!(tree.node(b).proof, proof(0, 1));
     }
 
     #[test]
     fn a_two_fold_draw_is_taken_back_once_its_cycle_starts_above_the_root() {
-        let moves: Vec<Move> = shakmaty::Position::legal_moves(&shakmaty::Chess::default())
-            .into_iter()
-            .collect();
+        let moves = moves();
         // root → 1 → 2 → 3 → 4 → 5, each the only child; 5 a two-fold draw of a 4-ply cycle
         // (it repeats the position at 1), visited 3 times; 4 once more by the network (v 0.5).
         let mut tree = Tree::default();
         for parent in 0..5 {
             tree.expand(parent, &[(moves[0], 1.0)]);
+            assert_eq!(spawn(&mut tree, parent, 0), parent + 1);
         }
         let draw = |visits: u32, extra: u32| {
             (visits as f32 + extra as f32 * 0.25) / (visits + extra) as f32
@@ -385,23 +523,25 @@ mod tests {
 
     #[test]
     fn a_subtree_keeps_its_shape_and_counts() {
-        let position = shakmaty::Chess::default();
-        let moves: Vec<Move> = shakmaty::Position::legal_moves(&position)
-            .into_iter()
-            .collect();
+        let moves = moves();
         let mut tree = Tree::default();
         let children: Vec<_> = moves.iter().map(|&m| (m, 0.05)).collect();
         tree.expand(ROOT, &children);
-        let child = tree.children(ROOT).start + 3;
+        spawn(&mut tree, ROOT, 0);
+        let child = spawn(&mut tree, ROOT, 3);
         tree.expand(child, &[(moves[0], 0.5), (moves[1], 0.5)]);
-        for (i, index) in tree.children(child).enumerate() {
-            tree.node_mut(index).visits = 10 + i as u32;
+        for i in 0..2 {
+            let grandchild = spawn(&mut tree, child, i);
+            tree.node_mut(grandchild).visits = 10 + i;
         }
         let sub = tree.subtree(child);
-        assert_eq!(sub.nodes.len(), 3);
-        assert!(sub.node(ROOT).mv.is_none());
-        let visits: Vec<u32> = sub.children(ROOT).map(|c| sub.node(c).visits).collect();
+        // The root, its two edges and their two nodes.
+        assert_eq!(sub.size(), 5);
+        assert!(sub.mv(ROOT).is_none());
+        let visits: Vec<u32> = sub.children(ROOT).map(|e| sub.child(e).visits).collect();
         assert_eq!(visits, [10, 11]);
-        assert_eq!(sub.best_child(ROOT), Some(2));
+        assert_eq!(sub.best_child(ROOT), Some(sub.children(ROOT).start + 1));
+        let moved: Vec<Move> = sub.edges_of(ROOT).iter().map(|e| e.mv).collect();
+        assert_eq!(moved, moves[..2]);
     }
 }
