@@ -7,6 +7,7 @@
 pub mod attnbench;
 pub mod backend;
 pub mod bench;
+pub mod board;
 pub mod chess;
 pub mod commands;
 pub mod evaluate;

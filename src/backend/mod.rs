@@ -13,8 +13,8 @@ use shakmaty::Move;
 pub use options::BackendOptions;
 pub use registry::{BACKEND_NAMES, best_backend_name, create_backend};
 
+use crate::board::POLICY_SIZE;
 use crate::chess::InputPlanes;
-use crate::chess::policy_index::POLICY_SIZE;
 use crate::weights::WeightsError;
 use crate::weights::format::InputFormat;
 
