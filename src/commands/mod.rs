@@ -24,7 +24,7 @@ use crate::weights::{FileInfo, LoadOptions, Model, WeightsError};
 pub use attnbench::{AttnBenchConfig, attnbench};
 pub use bench::{ProfileOutputs, backendbench};
 pub use compare::compare_option_sets;
-pub use devices::{compile_kernels, devices};
+pub use devices::{compile_kernels, devices, list_kernel_files};
 pub use eval::eval;
 pub use info::{gen_net, info};
 pub use selftest::selftest;
