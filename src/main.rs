@@ -278,7 +278,7 @@ fn run(cli: Cli) -> Result<()> {
             roofline,
             compare,
         } => {
-            let config = lc0rs::bench::BenchConfig {
+            let config = lc0rs::backend::bench::BenchConfig {
                 batches: batches as usize,
                 start_batch_size: start_batch_size as usize,
                 max_batch_size: max_batch_size as usize,
@@ -323,7 +323,7 @@ fn run(cli: Cli) -> Result<()> {
             let implementations = kernels
                 .iter()
                 .map(|k| {
-                    lc0rs::attnbench::AttentionImpl::from_name(k).with_context(|| {
+                    lc0rs::gpu::attention_bench::AttentionImpl::from_name(k).with_context(|| {
                         format!("unknown attention kernel {k:?} (naive, unfused, portable, mma)")
                     })
                 })

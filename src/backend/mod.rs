@@ -2,10 +2,12 @@
 //! to value (Q = W − L, D), moves left (M) and the 1858 raw policy logits. Backends are made by
 //! name with lc0-style options (`-b cpu -o threads=2,max_batch=256`).
 
+pub mod bench;
 pub mod cpu;
+pub mod executor;
 pub mod finite;
-pub mod gpu;
 mod options;
+pub mod oracle;
 mod registry;
 
 use shakmaty::Move;

@@ -5,6 +5,7 @@
 //! for timing, and graph capture and replay. `cuda` implements it with cudarc, `hip` with
 //! lc0rs' own ROCm bindings, and `emu` on the CPU (an emulated AMD GPU for correctness checks).
 
+pub mod attention_bench;
 pub mod cuda;
 pub mod emu;
 pub mod events;
