@@ -4,6 +4,7 @@
 use super::network::{Dense, LayerNorm, Network};
 use crate::board;
 
+/// [`board::SQUARES`] in the type the counts are kept in.
 const SQUARES: u64 = board::SQUARES as u64;
 
 /// Values in the network that is evaluated: body, the selected policy and value heads, and the
