@@ -191,23 +191,31 @@ static __device__ void layer_norm_warp_body(__half* out, const __half* input, co
   }
 }
 
-KERNEL void layer_norm_warp_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<1, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<2, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<3, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<4, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c6(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<6, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_c8(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<8, ACT_IDENTITY, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_early_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<1, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_early_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<2, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_early_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<3, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_early_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<4, ACT_IDENTITY, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<1, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<2, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<3, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<4, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c6(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<6, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_c8(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<8, ACT_SWISH, false>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_early_c1(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<1, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_early_c2(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<2, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_early_c3(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<3, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
-KERNEL void layer_norm_warp_swish_early_c4(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, const __half* skip, const __half* __restrict__ gamma, const __half* __restrict__ beta, float eps, int rows, int cols) { PRIOR_KERNELS_DONE(); layer_norm_warp_body<4, ACT_SWISH, true>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); }
+// A member of the warp LayerNorm family: the entry point layer_norm_warp_NAME, rows of at most
+// CHUNKS chunks of 8 values a lane, activation ACT, gamma and beta loaded EARLY or not.
+#define LAYER_NORM_WARP(NAME, CHUNKS, ACT, EARLY) \
+  KERNEL void layer_norm_warp_##NAME(__half* out, const __half* input, const __half* __restrict__ bias, float alpha, \
+                                     const __half* skip, const __half* __restrict__ gamma, \
+                                     const __half* __restrict__ beta, float eps, int rows, int cols) { \
+    PRIOR_KERNELS_DONE(); \
+    layer_norm_warp_body<CHUNKS, ACT, EARLY>(out, input, bias, alpha, skip, gamma, beta, eps, rows, cols); \
+  }
+// A row width's members with gamma and beta loaded after the sums: layer_norm_warp_cN (identity)
+// and layer_norm_warp_swish_cN.
+#define LAYER_NORM_WARP_LATE(CHUNKS) \
+  LAYER_NORM_WARP(c##CHUNKS, CHUNKS, ACT_IDENTITY, false) \
+  LAYER_NORM_WARP(swish_c##CHUNKS, CHUNKS, ACT_SWISH, false)
+// A row width's members with gamma and beta loaded with the row (at most 4 chunks, see
+// layer_norm_warp_body): layer_norm_warp_early_cN and layer_norm_warp_swish_early_cN.
+#define LAYER_NORM_WARP_EARLY(CHUNKS) \
+  LAYER_NORM_WARP(early_c##CHUNKS, CHUNKS, ACT_IDENTITY, true) \
+  LAYER_NORM_WARP(swish_early_c##CHUNKS, CHUNKS, ACT_SWISH, true)
+
+// The family, one line a row width (in chunks of 8 values a lane). LAYER_NORM_WARP_WIDTHS in
+// src/gpu/kernels/layer_norm.rs lists the same widths; a unit test compares the two.
+LAYER_NORM_WARP_LATE(1) LAYER_NORM_WARP_EARLY(1)
+LAYER_NORM_WARP_LATE(2) LAYER_NORM_WARP_EARLY(2)
+LAYER_NORM_WARP_LATE(3) LAYER_NORM_WARP_EARLY(3)
+LAYER_NORM_WARP_LATE(4) LAYER_NORM_WARP_EARLY(4)
+LAYER_NORM_WARP_LATE(6)
+LAYER_NORM_WARP_LATE(8)

@@ -4,9 +4,8 @@
 //! from a weights file, [`netgen`] writes valid weights files with random weights for testing
 //! and benchmarking, and [`netsource`] resolves `-w` (a file, `preset:NAME`, or the bundled net).
 
-pub mod attnbench;
 pub mod backend;
-pub mod bench;
+pub mod board;
 pub mod chess;
 pub mod commands;
 pub mod evaluate;
@@ -15,6 +14,5 @@ pub mod netgen;
 pub mod netsource;
 pub mod profile;
 pub mod search;
-pub mod selftest;
 pub mod uci;
 pub mod weights;

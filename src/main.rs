@@ -143,11 +143,15 @@ enum Command {
     Devices,
     /// Compile every kernel with the vendor's run-time compiler (needs no GPU).
     CompileKernels {
-        #[arg(long, value_parser = ["cuda", "hip"])]
-        vendor: String,
+        #[arg(long, value_parser = ["cuda", "hip"], required_unless_present = "list_files")]
+        vendor: Option<String>,
         /// Target architecture, e.g. sm_80, sm_90 (cuda) or gfx90a, gfx1030, gfx1100 (hip).
-        #[arg(long)]
-        arch: String,
+        #[arg(long, required_unless_present = "list_files")]
+        arch: Option<String>,
+        /// Print the kernel files instead, in the order they form one source after
+        /// hip/prelude.h (what CI's hipcc check compiles), and compile nothing.
+        #[arg(long, conflicts_with_all = ["vendor", "arch"])]
+        list_files: bool,
     },
     /// Time the attention implementations (naive, unfused, portable, mma) at lc0's shapes, each
     /// checked against an f64 reference first; CSV.
@@ -274,7 +278,7 @@ fn run(cli: Cli) -> Result<()> {
             roofline,
             compare,
         } => {
-            let config = lc0rs::bench::BenchConfig {
+            let config = lc0rs::backend::bench::BenchConfig {
                 batches: batches as usize,
                 start_batch_size: start_batch_size as usize,
                 max_batch_size: max_batch_size as usize,
@@ -319,7 +323,7 @@ fn run(cli: Cli) -> Result<()> {
             let implementations = kernels
                 .iter()
                 .map(|k| {
-                    lc0rs::attnbench::AttentionImpl::from_name(k).with_context(|| {
+                    lc0rs::gpu::attention_bench::AttentionImpl::from_name(k).with_context(|| {
                         format!("unknown attention kernel {k:?} (naive, unfused, portable, mma)")
                     })
                 })
@@ -342,13 +346,21 @@ fn run(cli: Cli) -> Result<()> {
                 repeats: repeats as usize,
             })?
         }
-        Command::CompileKernels { vendor, arch } => {
-            let vendor = match vendor.as_str() {
-                "cuda" => Vendor::Cuda,
-                "hip" => Vendor::Hip,
+        Command::CompileKernels {
+            vendor,
+            arch,
+            list_files,
+        } => {
+            if list_files {
+                commands::list_kernel_files();
+                return Ok(());
+            }
+            let vendor = match vendor.as_deref() {
+                Some("cuda") => Vendor::Cuda,
+                Some("hip") => Vendor::Hip,
                 other => anyhow::bail!("unknown vendor {other:?}"),
             };
-            commands::compile_kernels(vendor, &arch)?
+            commands::compile_kernels(vendor, arch.as_deref().unwrap_or_default())?
         }
         Command::Eval {
             net,

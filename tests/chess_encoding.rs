@@ -4,9 +4,9 @@
 mod common;
 
 use common::planes::{ALL, AUX, START, board, encode, masks};
+use lc0rs::board::POLICY_SIZE;
 use lc0rs::chess::policy_index::{
-    POLICY_SIZE, PolicyMove, legal_moves_with_indices, move_index, policy_index, policy_move,
-    policy_moves,
+    PolicyMove, legal_moves_with_indices, move_index, policy_index, policy_move, policy_moves,
 };
 use lc0rs::chess::{EncodedPosition, HistoryFill, PositionHistory, Transform, encode_position};
 use lc0rs::weights::format::InputFormat;

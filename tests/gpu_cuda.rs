@@ -12,8 +12,8 @@ use common::gpu::{
 use common::tower::gpu_test_towers;
 use common::{conv_kernels, kernels};
 use lc0rs::backend::create_backend;
+use lc0rs::backend::oracle::{encode_all, random_histories};
 use lc0rs::gpu::cuda::CudaDevice;
-use lc0rs::selftest::{encode_all, random_histories};
 use lc0rs::weights::format::Activation;
 
 fn device() -> CudaDevice {

@@ -236,11 +236,13 @@ fn profiling_reports_timing_as_not_emulated() {
     }
     let backend =
         lc0rs::backend::create_backend("hip-emu", bundled("bundled:tiny"), "profile=true").unwrap();
-    let planes: Vec<_> =
-        lc0rs::selftest::encode_all(&lc0rs::selftest::random_histories(2, 1), backend.as_ref())
-            .into_iter()
-            .map(|e| e.planes)
-            .collect();
+    let planes: Vec<_> = lc0rs::backend::oracle::encode_all(
+        &lc0rs::backend::oracle::random_histories(2, 1),
+        backend.as_ref(),
+    )
+    .into_iter()
+    .map(|e| e.planes)
+    .collect();
     let e = backend.evaluate(&planes).unwrap_err().to_string();
     assert!(e.contains("not emulated"), "{e}");
 }

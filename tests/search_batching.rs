@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicBool;
 use lc0rs::backend::{
     Backend, BackendAttributes, BackendError, BatchOutput, create_backend, legal_move_probabilities,
 };
+use lc0rs::board::POLICY_SIZE;
 use lc0rs::chess::policy_index::entry_moves_with_indices;
 use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
 use lc0rs::netsource::NetSource;
@@ -19,8 +20,6 @@ use lc0rs::weights::format::InputFormat;
 
 #[path = "common/prereq.rs"]
 mod prereq;
-
-const POLICY_SIZE: usize = 1858;
 
 /// A splitmix64 step: the outputs below are derived from each position's planes through it.
 fn mix(mut x: u64) -> u64 {

@@ -4,7 +4,7 @@
 //! network (weights out of any trained range) or a device fault.
 
 use super::BatchOutput;
-use crate::chess::policy_index::POLICY_SIZE;
+use crate::board::POLICY_SIZE;
 
 /// The first non-finite value of a pass: the layer (or output head) that produced it and the
 /// position of the batch it belongs to.

@@ -2,10 +2,12 @@
 //! to value (Q = W − L, D), moves left (M) and the 1858 raw policy logits. Backends are made by
 //! name with lc0-style options (`-b cpu -o threads=2,max_batch=256`).
 
+pub mod bench;
 pub mod cpu;
+pub mod executor;
 pub mod finite;
-pub mod gpu;
 mod options;
+pub mod oracle;
 mod registry;
 
 use shakmaty::Move;
@@ -13,8 +15,8 @@ use shakmaty::Move;
 pub use options::BackendOptions;
 pub use registry::{BACKEND_NAMES, best_backend_name, create_backend};
 
+use crate::board::POLICY_SIZE;
 use crate::chess::InputPlanes;
-use crate::chess::policy_index::POLICY_SIZE;
 use crate::weights::WeightsError;
 use crate::weights::format::InputFormat;
 

@@ -41,11 +41,11 @@ pub fn create_backend(
     let network = network.into();
     let backend: Box<dyn Backend> = match name {
         "cpu" => Box::new(CpuBackend::new(network, &options)?),
-        "cuda-fp16" => super::gpu::create_cuda(name, network, &options)?,
+        "cuda-fp16" => super::executor::create_cuda(name, network, &options)?,
         "rocm-fp16" | "rocm" | "hip" | "hip-fp16" | "hip-auto" => {
-            super::gpu::create_rocm(name, network, &options)?
+            super::executor::create_rocm(name, network, &options)?
         }
-        "hip-emu" => super::gpu::create_hip_emu(name, network, &options)?,
+        "hip-emu" => super::executor::create_hip_emu(name, network, &options)?,
         _ => {
             return Err(BackendError::UnknownBackend {
                 name: name.to_owned(),

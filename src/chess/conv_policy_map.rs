@@ -14,11 +14,7 @@ use std::sync::LazyLock;
 use shakmaty::Role;
 
 use super::policy_index::{PolicyMove, policy_index};
-
-/// Output planes of the convolution policy head (lc0 nets have 80, of which 73 are read).
-pub const CONV_POLICY_PLANES: usize = 80;
-/// Planes the map reads.
-pub const CONV_POLICY_USED_PLANES: usize = 73;
+use crate::board::CONV_POLICY_PLANES;
 
 /// (rank, file) steps of the 8 queen directions, clockwise from north.
 const DIRECTIONS: [(i32, i32); 8] = [
@@ -100,7 +96,7 @@ fn build() -> Vec<i16> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chess::policy_index::POLICY_SIZE;
+    use crate::board::{CONV_POLICY_USED_PLANES, POLICY_SIZE};
 
     fn index_of(text: &str) -> usize {
         crate::chess::policy_index::policy_moves()

@@ -5,10 +5,9 @@ use shakmaty::{CastlingSide, Color, Role};
 
 use super::history::{HistoryEntry, PositionHistory};
 use super::transform::{Transform, flip_files, mirror_ranks, transpose};
+use crate::board::{INPUT_PLANES, SQUARES};
 use crate::weights::format::InputFormat;
 
-/// Planes per position.
-pub const INPUT_PLANES: usize = 112;
 /// Planes per history board (12 piece planes and the repetition plane).
 const PLANES_PER_BOARD: usize = 13;
 /// History boards.
@@ -79,8 +78,8 @@ pub struct EncodedPosition {
 impl EncodedPosition {
     /// The dense planes, plane-major `[112][64]` (lc0's NCHW order).
     pub fn dense(&self) -> Vec<f32> {
-        let mut out = vec![0.0; INPUT_PLANES * 64];
-        for (plane, chunk) in self.planes.iter().zip(out.chunks_exact_mut(64)) {
+        let mut out = vec![0.0; INPUT_PLANES * SQUARES];
+        for (plane, chunk) in self.planes.iter().zip(out.chunks_exact_mut(SQUARES)) {
             for (square, value) in chunk.iter_mut().enumerate() {
                 if plane.mask >> square & 1 == 1 {
                     *value = plane.value;

@@ -9,11 +9,8 @@ use shakmaty::{Chess, Color, Move, Position, Role};
 use super::history::HistoryEntry;
 
 use super::transform::Transform;
+use crate::board::POLICY_SIZE;
 
-/// Outputs of the policy head.
-pub const POLICY_SIZE: usize = 1858;
-/// Raw outputs of the attention policy: 64×64 from-to logits, then 8×8×3 promotions.
-pub const ATTENTION_POLICY_SIZE: usize = 64 * 64 + 8 * 24;
 /// The promotion pieces with their own index (a knight promotion shares the plain move's).
 pub const PROMOTION_PIECES: [Role; 3] = [Role::Queen, Role::Rook, Role::Bishop];
 
@@ -229,6 +226,7 @@ pub fn moves_with_indices(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::board::ATTENTION_POLICY_SIZE;
 
     #[test]
     fn hand_checked_indices() {

@@ -2,8 +2,8 @@
 //! columns of `scripts/attnbench/sdpa.py`, so PyTorch's rows can be appended).
 
 use super::CommandError;
-use crate::attnbench::{AttentionImpl, AttnBenchError, Case, Measurement, measure};
-use crate::backend::gpu::open_device;
+use crate::backend::executor::open_device;
+use crate::gpu::attention_bench::{AttentionImpl, AttnBenchError, Case, Measurement, measure};
 use crate::profile::peak_for;
 
 /// What to measure.

@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::bench::{check_config, position};
+use super::backendbench::{check_config, position};
 use super::{CommandError, NetChoice, require};
-use crate::bench::BenchConfig;
+use crate::backend::bench::BenchConfig;
 
 /// One row of a set's benchmark: batch size and mean positions per second.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -21,6 +21,15 @@ pub fn devices() {
     }
 }
 
+/// Prints the kernel files, one path (from the checkout's root) a line, in the order they follow
+/// `hip/prelude.h` in the one source every compiler builds: `KERNEL_FILES`, for scripts that
+/// compile the files themselves.
+pub fn list_kernel_files() {
+    for (name, _) in kernels::KERNEL_FILES {
+        println!("hip/{name}");
+    }
+}
+
 /// The vendors whose run-time compiler `compile-kernels` drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Vendor {

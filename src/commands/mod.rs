@@ -3,7 +3,7 @@
 //! line shows them; the pieces worth testing on their own are plain functions beside them.
 
 pub mod attnbench;
-pub mod bench;
+pub mod backendbench;
 pub mod compare;
 pub mod devices;
 pub mod eval;
@@ -22,9 +22,9 @@ use crate::netsource::NetSource;
 use crate::weights::{FileInfo, LoadOptions, Model, WeightsError};
 
 pub use attnbench::{AttnBenchConfig, attnbench};
-pub use bench::{ProfileOutputs, backendbench};
+pub use backendbench::{ProfileOutputs, backendbench};
 pub use compare::compare_option_sets;
-pub use devices::{compile_kernels, devices};
+pub use devices::{compile_kernels, devices, list_kernel_files};
 pub use eval::eval;
 pub use info::{gen_net, info};
 pub use selftest::selftest;

@@ -2,9 +2,9 @@
 //! size, and optionally layer by layer to find where an error starts.
 
 use super::{CommandError, NetChoice, require};
+use crate::backend::oracle::{Errors, compare, encode_all, evaluate_in_batches, random_histories};
 use crate::backend::{self, Backend};
 use crate::chess::EncodedPosition;
-use crate::selftest::{Errors, compare, encode_all, evaluate_in_batches, random_histories};
 
 /// The options of the backend under test that the oracle must share so that both evaluate
 /// the same thing: the policy and value head and the moves-left setting.

@@ -16,12 +16,12 @@ use rand_distr::StandardNormal;
 pub use presets::{Architecture, PRESET_NAMES, preset};
 pub use tower::{TOWER_PRESET_NAMES, TowerArchitecture, generate_tower, tower_preset};
 
+use crate::board::{INPUT_PLANES, SQUARES};
 use crate::weights::format::InputEmbedding;
 use crate::weights::network::{
     Dense, DenseEmbeddingParts, Dims, Embedding, EncoderLayer, Ffn, InputGating, LayerNorm,
     MovesLeftHead, Named, Network, PolicyHead, Smolgen, ValueHead, residual_alpha,
 };
-use crate::weights::{INPUT_PLANES, SQUARES};
 
 /// Every preset name: the attention bodies, then the residual towers.
 pub fn all_preset_names() -> Vec<&'static str> {

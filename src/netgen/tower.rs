@@ -7,12 +7,11 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{Generator, MLH_CENTRE, MLH_SPREAD};
-use crate::chess::conv_policy_map::CONV_POLICY_PLANES;
+use crate::board::{CONV_POLICY_PLANES, INPUT_PLANES, SQUARES};
 use crate::weights::format::{Activation, HeadLayout, InputEmbedding, InputFormat, NetFormat};
 use crate::weights::tower::{
     Conv, ConvHead, ResidualBlock, SqueezeExcitation, TowerNetwork, TowerPolicy,
 };
-use crate::weights::{INPUT_PLANES, SQUARES};
 
 /// The residual-tower presets `gen-net` and `-w preset:` accept.
 pub const TOWER_PRESET_NAMES: [&str; 2] = ["tiny-se", "t78"];

@@ -7,8 +7,8 @@ use rustc_hash::FxHashMap;
 use shakmaty::Move;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::board::INPUT_PLANES;
 use crate::chess::InputPlanes;
-use crate::chess::encoder::INPUT_PLANES;
 
 /// Bytes hashed for a key: each plane's mask and value, then the position's hash.
 const KEY_BYTES: usize = INPUT_PLANES * 12 + 8;

@@ -2,8 +2,10 @@
 //! LayerNorm and activations are not counted).
 
 use super::network::{Dense, LayerNorm, Network};
+use crate::board;
 
-const SQUARES: u64 = 64;
+/// [`board::SQUARES`] in the type the counts are kept in.
+const SQUARES: u64 = board::SQUARES as u64;
 
 /// Values in the network that is evaluated: body, the selected policy and value heads, and the
 /// moves-left head (other heads in a multi-head file are not counted).

@@ -12,7 +12,6 @@ pub mod format;
 pub mod model;
 pub mod network;
 mod repeats;
-mod residual;
 pub mod summary;
 pub mod tower;
 pub mod tower_export;
@@ -28,11 +27,10 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-pub use assemble::{FileInfo, INPUT_PLANES, LoadOptions, SQUARES};
+pub use assemble::{BATCH_NORM_EPSILON, FileInfo, LoadOptions};
 pub use error::WeightsError;
 pub use model::Model;
 pub use network::Network;
-pub use residual::BATCH_NORM_EPSILON;
 
 /// Loads and validates an attention-body weights file (gzip or plain protobuf).
 pub fn load_file(path: &Path, options: &LoadOptions) -> Result<Network, WeightsError> {

@@ -4,10 +4,10 @@
 use serde::Serialize;
 
 use super::FileInfo;
-use super::assemble::SQUARES;
 use super::format::{Activation, InputFormat};
 use super::network::Dense;
 use super::tower::{Conv, ConvHead, TowerNetwork, TowerPolicy};
+use crate::board::SQUARES;
 
 /// Everything `lc0rs info` reports about a residual-tower network.
 #[derive(Debug, Clone, Serialize)]

@@ -1,9 +1,9 @@
 //! Helpers the GPU test files share: a GPU backend against the cpu oracle, and the f64
 //! LayerNorm the kernel tests compare with.
 
+use lc0rs::backend::oracle::{compare, encode_all, evaluate_in_batches, random_histories};
 use lc0rs::backend::{BatchOutput, create_backend};
 use lc0rs::netsource::NetSource;
-use lc0rs::selftest::{compare, encode_all, evaluate_in_batches, random_histories};
 use lc0rs::weights::format::Activation;
 use lc0rs::weights::{LoadOptions, Model, Network};
 

@@ -178,7 +178,7 @@ fn check_attention_launch(
 /// without the smolgen bias: `measure` compares each poisoned-then-written output with its f64
 /// reference and fails beyond the implementation's tolerance.
 pub fn check_attnbench_implementations(device: &dyn GpuDevice, tensor_cores: bool) {
-    use lc0rs::attnbench::{AttentionImpl, Case, measure};
+    use lc0rs::gpu::attention_bench::{AttentionImpl, Case, measure};
     for implementation in AttentionImpl::ALL {
         if implementation == AttentionImpl::TensorCores && !tensor_cores {
             continue;

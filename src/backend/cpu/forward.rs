@@ -10,15 +10,13 @@ use super::math::{
 };
 use crate::backend::BatchOutput;
 use crate::backend::finite::{NonFinite, check_layer, check_outputs};
-use crate::chess::policy_index::{
-    ATTENTION_POLICY_SIZE, POLICY_SIZE, attention_policy_map, positional_encoding,
-};
-use crate::chess::{InputPlanes, encoder::INPUT_PLANES};
+use crate::board::{ATTENTION_POLICY_SIZE, INPUT_PLANES, POLICY_SIZE, SQUARES};
+use crate::chess::InputPlanes;
+use crate::chess::policy_index::{attention_policy_map, positional_encoding};
 use crate::profile::{OpTiming, PassProfile, PassTiming};
 use crate::weights::format::Activation;
 use crate::weights::network::{Dense, EncoderLayer, Network, PolicyHead, Smolgen};
 
-const SQUARES: usize = 64;
 /// Piece planes of the current board, the input of PE_DENSE's preprocessing.
 const PE_DENSE_PLANES: usize = 12;
 

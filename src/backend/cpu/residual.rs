@@ -8,16 +8,13 @@ use super::forward::{OpRecorder, attention_policy, q_and_d};
 use super::math::{activate, activate_all, dense, matmul_transposed, parallelism};
 use crate::backend::BatchOutput;
 use crate::backend::finite::{NonFinite, check_layer, check_outputs};
+use crate::board::{INPUT_PLANES, POLICY_SIZE, SQUARES};
 use crate::chess::InputPlanes;
 use crate::chess::conv_policy_map::conv_policy_map;
-use crate::chess::encoder::INPUT_PLANES;
-use crate::chess::policy_index::POLICY_SIZE;
 use crate::weights::format::Activation;
 use crate::weights::tower::{
     Conv, ConvHead, ResidualBlock, SqueezeExcitation, TowerNetwork, TowerPolicy,
 };
-
-const SQUARES: usize = 64;
 
 /// Evaluates `inputs`; `with_moves_left` false reports M = 0. Each operation goes through
 /// `ops` (tracing span, and host-clock timing when profiling).

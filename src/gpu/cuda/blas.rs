@@ -30,10 +30,10 @@ impl Blas {
         // SAFETY: the handle was just created; the stream outlives it (both owned by the
         // device).
         unsafe { blas::set_stream(handle.raw(), stream.cu_stream() as _) }
-            .map_err(library_error("cublasSetStream"))?;
+            .map_err(library_error("cuBLAS", "cublasSetStream"))?;
         let workspace = stream
             .alloc_zeros::<u8>(WORKSPACE_BYTES)
-            .map_err(library_error("cuMemAlloc"))?;
+            .map_err(library_error("CUDA driver", "cuMemAlloc"))?;
         // SAFETY: the workspace outlives the handle (the handle is dropped first).
         unsafe {
             blas_sys::cublasSetWorkspace_v2(
@@ -43,7 +43,7 @@ impl Blas {
             )
         }
         .result()
-        .map_err(library_error("cublasSetWorkspace"))?;
+        .map_err(library_error("cuBLAS", "cublasSetWorkspace"))?;
         Ok(Self {
             handle,
             _workspace: workspace,
@@ -95,7 +95,7 @@ impl Blas {
                     algo,
                 )
             }
-            .map_err(library_error("cublasGemmEx"));
+            .map_err(library_error("cuBLAS", "cublasGemmEx"));
         }
         // SAFETY: as above, for every batch entry at its stride.
         unsafe {
@@ -125,6 +125,6 @@ impl Blas {
                 algo,
             )
         }
-        .map_err(library_error("cublasGemmStridedBatchedEx"))
+        .map_err(library_error("cuBLAS", "cublasGemmStridedBatchedEx"))
     }
 }

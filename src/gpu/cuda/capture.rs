@@ -18,7 +18,9 @@ unsafe impl Send for Graph {}
 
 impl GpuGraph for Graph {
     fn launch(&self) -> GpuResult<()> {
-        self.0.launch().map_err(library_error("cuGraphLaunch"))
+        self.0
+            .launch()
+            .map_err(library_error("CUDA driver", "cuGraphLaunch"))
     }
 }
 
@@ -26,7 +28,7 @@ impl GpuGraph for Graph {
 pub fn is_capturing(stream: &CudaStream) -> GpuResult<bool> {
     Ok(stream
         .capture_status()
-        .map_err(library_error("cuStreamIsCapturing"))?
+        .map_err(library_error("CUDA driver", "cuStreamIsCapturing"))?
         != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
 }
 
@@ -34,7 +36,7 @@ pub fn is_capturing(stream: &CudaStream) -> GpuResult<bool> {
 pub fn begin(stream: &CudaStream) -> GpuResult<()> {
     stream
         .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .map_err(library_error("cuStreamBeginCapture"))
+        .map_err(library_error("CUDA driver", "cuStreamBeginCapture"))
 }
 
 /// Ends the capture on `stream`: the graph, instantiated. It uploads on its first launch, not
@@ -50,7 +52,7 @@ pub fn end(stream: &Arc<CudaStream>) -> GpuResult<Box<dyn GpuGraph>> {
                     call: "cuStreamEndCapture",
                 }
             } else {
-                library_error("cuStreamEndCapture")(error)
+                library_error("CUDA driver", "cuStreamEndCapture")(error)
             }
         })?
         .ok_or_else(|| GpuError::Call {
@@ -66,17 +68,17 @@ pub fn end(stream: &Arc<CudaStream>) -> GpuResult<Box<dyn GpuGraph>> {
 pub fn timing_event(ctx: &Arc<CudaContext>, stream: &CudaStream) -> GpuResult<CudaEvent> {
     let event = ctx
         .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-        .map_err(library_error("cuEventCreate"))?;
+        .map_err(library_error("CUDA driver", "cuEventCreate"))?;
     if is_capturing(stream)? {
         let external = d::CUevent_record_flags::CU_EVENT_RECORD_EXTERNAL as u32;
         // SAFETY: a valid event and stream of this context.
         unsafe { d::cuEventRecordWithFlags(event.cu_event(), stream.cu_stream(), external) }
             .result()
-            .map_err(library_error("cuEventRecordWithFlags"))?;
+            .map_err(library_error("CUDA driver", "cuEventRecordWithFlags"))?;
     } else {
         event
             .record(stream)
-            .map_err(library_error("cuEventRecord"))?;
+            .map_err(library_error("CUDA driver", "cuEventRecord"))?;
     }
     Ok(event)
 }
@@ -89,7 +91,7 @@ pub fn captured_work(stream: &CudaStream) -> GpuResult<usize> {
     // SAFETY: the capture's graph, alive while the capture is; a null array asks for the count.
     unsafe { d::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) }
         .result()
-        .map_err(library_error("cuGraphGetNodes"))?;
+        .map_err(library_error("CUDA driver", "cuGraphGetNodes"))?;
     if count == 0 {
         return Ok(0);
     }
@@ -97,14 +99,14 @@ pub fn captured_work(stream: &CudaStream) -> GpuResult<usize> {
     // SAFETY: `nodes` has room for `count` handles.
     unsafe { d::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) }
         .result()
-        .map_err(library_error("cuGraphGetNodes"))?;
+        .map_err(library_error("CUDA driver", "cuGraphGetNodes"))?;
     let mut traced = 0;
     for &node in &nodes[..count.min(nodes.len())] {
         let mut kind = d::CUgraphNodeType::CU_GRAPH_NODE_TYPE_EMPTY;
         // SAFETY: a node of the live capture graph.
         unsafe { d::cuGraphNodeGetType(node, &mut kind) }
             .result()
-            .map_err(library_error("cuGraphNodeGetType"))?;
+            .map_err(library_error("CUDA driver", "cuGraphNodeGetType"))?;
         use d::CUgraphNodeType as T;
         if matches!(
             kind,
@@ -138,7 +140,7 @@ fn capture_graph(stream: &CudaStream) -> GpuResult<d::CUgraph> {
         )
     }
     .result()
-    .map_err(library_error("cuStreamGetCaptureInfo"))?;
+    .map_err(library_error("CUDA driver", "cuStreamGetCaptureInfo"))?;
     if status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE || graph.is_null() {
         return Err(GpuError::Call {
             call: "cuStreamGetCaptureInfo",

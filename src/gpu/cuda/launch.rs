@@ -57,5 +57,5 @@ pub(super) fn launch_programmatic(
         )
     }
     .result()
-    .map_err(library_error("cuLaunchKernelEx"))
+    .map_err(library_error("CUDA driver", "cuLaunchKernelEx"))
 }

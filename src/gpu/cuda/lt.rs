@@ -57,11 +57,11 @@ impl LtCache {
         // uninitialised scratch would make every split-K GEMM a false report.
         let workspace = stream
             .alloc_zeros::<u8>(WORKSPACE_BYTES)
-            .map_err(library_error("cuMemAlloc"))?;
+            .map_err(library_error("CUDA driver", "cuMemAlloc"))?;
         let workspace_address = workspace.device_ptr(stream).0;
         let l2 = ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
-            .map_err(library_error("cuDeviceGetAttribute"))?;
+            .map_err(library_error("CUDA driver", "cuDeviceGetAttribute"))?;
         let flush_bytes = 2 * usize::try_from(l2).unwrap_or(0).max(1 << 20);
         Ok(Self {
             plans: HashMap::new(),
@@ -138,7 +138,7 @@ impl Library {
                 self.stream.cu_stream() as _,
             )
         }
-        .map_err(library_error("cublasLtMatmul"))
+        .map_err(library_error("cuBLASLt", "cublasLtMatmul"))
     }
 
     /// The plan for `op`'s shape; the eviction buffer its timing used is freed afterwards.
@@ -210,7 +210,7 @@ impl Library {
                 &mut count,
             )
             .result()
-            .map_err(library_error("cublasLtMatmulAlgoGetHeuristic"))?;
+            .map_err(library_error("cuBLASLt", "cublasLtMatmulAlgoGetHeuristic"))?;
             results.set_len(count.clamp(0, CANDIDATES as i32) as usize);
         }
         Ok(results
@@ -228,17 +228,17 @@ impl Stopwatch for Library {
         let event = self
             .ctx
             .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(library_error("cuEventCreate"))?;
+            .map_err(library_error("CUDA driver", "cuEventCreate"))?;
         event
             .record(&self.stream)
-            .map_err(library_error("cuEventRecord"))?;
+            .map_err(library_error("CUDA driver", "cuEventRecord"))?;
         Ok(event)
     }
 
     fn elapsed_ms(&self, start: &CudaEvent, end: &CudaEvent) -> GpuResult<f32> {
         start
             .elapsed_ms(end)
-            .map_err(library_error("cuEventElapsedTime"))
+            .map_err(library_error("CUDA driver", "cuEventElapsedTime"))
     }
 
     fn evict_cache(&self) -> GpuResult<()> {
@@ -247,13 +247,13 @@ impl Stopwatch for Library {
             Some(buffer) => self
                 .stream
                 .memset_zeros(buffer)
-                .map_err(library_error("cuMemsetD8Async")),
+                .map_err(library_error("CUDA driver", "cuMemsetD8Async")),
             None => {
                 // A new buffer is zeroed by a memset too: that is the eviction.
                 let buffer = self
                     .stream
                     .alloc_zeros::<u8>(self.flush_bytes)
-                    .map_err(library_error("cuMemAlloc"))?;
+                    .map_err(library_error("CUDA driver", "cuMemAlloc"))?;
                 *flush = Some(buffer);
                 Ok(())
             }

@@ -89,9 +89,9 @@ pub fn require_libraries() -> GpuResult<()> {
 /// The number of CUDA devices (0 when the driver finds none).
 pub fn device_count() -> GpuResult<usize> {
     require_libraries()?;
-    cudarc::driver::result::init().map_err(library_error("cuInit"))?;
-    let n =
-        cudarc::driver::result::device::get_count().map_err(library_error("cuDeviceGetCount"))?;
+    cudarc::driver::result::init().map_err(library_error("CUDA driver", "cuInit"))?;
+    let n = cudarc::driver::result::device::get_count()
+        .map_err(library_error("CUDA driver", "cuDeviceGetCount"))?;
     Ok(n.max(0) as usize)
 }
 
@@ -102,7 +102,7 @@ pub fn driver_version() -> GpuResult<i32> {
     // SAFETY: cuDriverGetVersion writes one int.
     unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) }
         .result()
-        .map_err(library_error("cuDriverGetVersion"))?;
+        .map_err(library_error("CUDA driver", "cuDriverGetVersion"))?;
     Ok(version)
 }
 
@@ -139,7 +139,7 @@ impl PinnedBuffer for PinnedHostSlice<u8> {
 
     fn host_bytes(&mut self) -> GpuResult<&mut [u8]> {
         self.as_mut_slice()
-            .map_err(library_error("cuEventSynchronize"))
+            .map_err(library_error("CUDA driver", "cuEventSynchronize"))
     }
 }
 
@@ -154,14 +154,14 @@ impl CudaDevice {
                 "CUDA device {ordinal} requested, {count} present"
             )));
         }
-        let ctx = CudaContext::new(ordinal).map_err(library_error("cuCtxCreate"))?;
+        let ctx = CudaContext::new(ordinal).map_err(library_error("CUDA driver", "cuCtxCreate"))?;
         // Graph capture needs cudarc's per-buffer event tracking off (docs/gpu-apis.md §5.2).
         // SAFETY: called before any allocation. Each lane's work goes to its own stream; the
         // buffers lanes share (the weights) are written once, before any lane reads them.
         unsafe { ctx.disable_event_tracking() };
         let (major, minor) = ctx
             .compute_capability()
-            .map_err(library_error("cuDeviceGetAttribute"))?;
+            .map_err(library_error("CUDA driver", "cuDeviceGetAttribute"))?;
         let arch = format!("sm_{major}{minor}");
         let module = nvrtc::compile_module(&ctx, &arch)?;
         let functions = super::kernels::cuda_kernel_names(major as u32 * 10 + minor as u32)
@@ -169,17 +169,21 @@ impl CudaDevice {
             .map(|name| {
                 let f = module
                     .load_function(name)
-                    .map_err(library_error("cuModuleGetFunction"))?;
+                    .map_err(library_error("CUDA driver", "cuModuleGetFunction"))?;
                 Ok((name, f))
             })
             .collect::<GpuResult<HashMap<_, _>>>()?;
         let info = DeviceInfo {
-            name: ctx.name().map_err(library_error("cuDeviceGetName"))?,
+            name: ctx
+                .name()
+                .map_err(library_error("CUDA driver", "cuDeviceGetName"))?,
             arch,
-            memory_bytes: ctx.total_mem().map_err(library_error("cuDeviceTotalMem"))?,
+            memory_bytes: ctx
+                .total_mem()
+                .map_err(library_error("CUDA driver", "cuDeviceTotalMem"))?,
             multiprocessors: ctx
                 .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-                .map_err(library_error("cuDeviceGetAttribute"))?
+                .map_err(library_error("CUDA driver", "cuDeviceGetAttribute"))?
                 as u32,
             warp_size: 32,
             runtime: format!("CUDA driver {}", driver_version()?),
@@ -196,7 +200,9 @@ impl CudaDevice {
         info: DeviceInfo,
         time_gemm_candidates: bool,
     ) -> GpuResult<Self> {
-        let stream = ctx.new_stream().map_err(library_error("cuStreamCreate"))?;
+        let stream = ctx
+            .new_stream()
+            .map_err(library_error("CUDA driver", "cuStreamCreate"))?;
         let sm = info.arch.trim_start_matches("sm_").parse::<u32>();
         Ok(Self {
             blas: Mutex::new(blas::Blas::new(&stream)?),
@@ -218,7 +224,7 @@ impl CudaDevice {
     fn bind(&self) -> GpuResult<()> {
         self.ctx
             .bind_to_thread()
-            .map_err(library_error("cuCtxSetCurrent"))
+            .map_err(library_error("CUDA driver", "cuCtxSetCurrent"))
     }
 
     /// A new pinned staging buffer of `bytes`.
@@ -226,7 +232,7 @@ impl CudaDevice {
         // SAFETY: plain (not write-combined) pinned memory, read and written by the host only
         // between synchronised copies.
         unsafe { self.ctx.alloc_pinned_with_flags::<u8>(bytes, 0) }
-            .map_err(library_error("cuMemHostAlloc"))
+            .map_err(library_error("CUDA driver", "cuMemHostAlloc"))
     }
 
     fn blas_gemm(&self, g: &ColumnMajorGemm) -> GpuResult<()> {
@@ -242,7 +248,7 @@ impl GpuDevice for CudaDevice {
     fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer> {
         // SAFETY: uninitialised device memory; callers write before they read.
         let slice: CudaSlice<u8> = unsafe { self.stream.alloc::<u8>(bytes.max(1)) }
-            .map_err(library_error("cuMemAlloc"))?;
+            .map_err(library_error("CUDA driver", "cuMemAlloc"))?;
         // SAFETY: the address of the allocation the buffer owns.
         let ptr = unsafe { DevicePtr::from_raw(slice.device_ptr(&self.stream).0) };
         Ok(GpuBuffer::new(ptr, bytes, Box::new(slice)))
@@ -263,7 +269,7 @@ impl GpuDevice for CudaDevice {
             return unsafe {
                 cudarc::driver::result::memcpy_htod_async(dst.raw(), &src, self.stream.cu_stream())
             }
-            .map_err(library_error("cuMemcpyHtoDAsync"));
+            .map_err(library_error("CUDA driver", "cuMemcpyHtoDAsync"));
         }
         self.staging.upload(
             bytes,
@@ -279,7 +285,7 @@ impl GpuDevice for CudaDevice {
                         self.stream.cu_stream(),
                     )
                 }
-                .map_err(library_error("cuMemcpyHtoDAsync"))
+                .map_err(library_error("CUDA driver", "cuMemcpyHtoDAsync"))
             },
             || self.synchronize(),
         )
@@ -305,15 +311,15 @@ impl GpuDevice for CudaDevice {
                         self.stream.cu_stream(),
                     )
                 }
-                .map_err(library_error("cuMemcpyDtoHAsync"))?;
+                .map_err(library_error("CUDA driver", "cuMemcpyDtoHAsync"))?;
                 self.stream
                     .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
-                    .map_err(library_error("cuEventRecord"))
+                    .map_err(library_error("CUDA driver", "cuEventRecord"))
             },
             |landed| {
                 landed
                     .synchronize()
-                    .map_err(library_error("cuEventSynchronize"))
+                    .map_err(library_error("CUDA driver", "cuEventSynchronize"))
             },
             read,
         )
@@ -329,7 +335,7 @@ impl GpuDevice for CudaDevice {
                 self.stream.cu_stream(),
             )
         }
-        .map_err(library_error("cuMemsetD8Async"))
+        .map_err(library_error("CUDA driver", "cuMemsetD8Async"))
     }
 
     fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
@@ -356,13 +362,13 @@ impl GpuDevice for CudaDevice {
         // launchers are the only callers; a test checks them against the kernel sources).
         unsafe { builder.launch(cfg) }
             .map(|_| ())
-            .map_err(library_error("cuLaunchKernel"))
+            .map_err(library_error("CUDA driver", "cuLaunchKernel"))
     }
 
     fn memory(&self) -> GpuResult<(usize, usize)> {
         self.bind()?;
-        let (free, total) =
-            cudarc::driver::result::mem_get_info().map_err(library_error("cuMemGetInfo"))?;
+        let (free, total) = cudarc::driver::result::mem_get_info()
+            .map_err(library_error("CUDA driver", "cuMemGetInfo"))?;
         Ok((total - free, total))
     }
 
@@ -405,7 +411,7 @@ impl GpuDevice for CudaDevice {
     fn synchronize(&self) -> GpuResult<()> {
         self.stream
             .synchronize()
-            .map_err(library_error("cuStreamSynchronize"))
+            .map_err(library_error("CUDA driver", "cuStreamSynchronize"))
     }
 
     fn begin_capture(&self) -> GpuResult<()> {
@@ -424,7 +430,8 @@ impl GpuDevice for CudaDevice {
 
     fn elapsed_ms(&self, start: usize, end: usize) -> GpuResult<f32> {
         self.events.between(start, end, |a, b| {
-            a.elapsed_ms(b).map_err(library_error("cuEventElapsedTime"))
+            a.elapsed_ms(b)
+                .map_err(library_error("CUDA driver", "cuEventElapsedTime"))
         })
     }
 

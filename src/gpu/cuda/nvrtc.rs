@@ -63,5 +63,5 @@ pub fn compile(arch: &str) -> GpuResult<Ptx> {
 pub fn compile_module(ctx: &Arc<CudaContext>, arch: &str) -> GpuResult<Arc<CudaModule>> {
     let ptx = compile(arch)?;
     ctx.load_module(ptx)
-        .map_err(crate::gpu::library_error("cuModuleLoadData"))
+        .map_err(crate::gpu::library_error("CUDA driver", "cuModuleLoadData"))
 }

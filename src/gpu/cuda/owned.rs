@@ -18,7 +18,7 @@ impl BlasHandle {
     pub fn new() -> GpuResult<Self> {
         blas::create_handle()
             .map(Self)
-            .map_err(library_error("cublasCreate"))
+            .map_err(library_error("cuBLAS", "cublasCreate"))
     }
 
     pub fn raw(&self) -> blas_sys::cublasHandle_t {
@@ -43,7 +43,7 @@ impl LtHandle {
     pub fn new() -> GpuResult<Self> {
         lt::create_handle()
             .map(Self)
-            .map_err(library_error("cublasLtCreate"))
+            .map_err(library_error("cuBLASLt", "cublasLtCreate"))
     }
 
     pub fn raw(&self) -> lt_sys::cublasLtHandle_t {
@@ -71,7 +71,7 @@ impl MatmulDesc {
             lt_sys::cudaDataType_t::CUDA_R_32F,
         )
         .map(Self)
-        .map_err(library_error("cublasLtMatmulDescCreate"))
+        .map_err(library_error("cuBLASLt", "cublasLtMatmulDescCreate"))
     }
 
     pub fn raw(&self) -> lt_sys::cublasLtMatmulDesc_t {
@@ -98,7 +98,7 @@ impl MatmulDesc {
                 size_of::<T>(),
             )
         }
-        .map_err(library_error("cublasLtMatmulDescSetAttribute"))
+        .map_err(library_error("cuBLASLt", "cublasLtMatmulDescSetAttribute"))
     }
 }
 
@@ -125,7 +125,7 @@ impl MatrixLayout {
             layout.ld as i64,
         )
         .map(Self)
-        .map_err(library_error("cublasLtMatrixLayoutCreate"))
+        .map_err(library_error("cuBLASLt", "cublasLtMatrixLayoutCreate"))
     }
 
     pub fn raw(&self) -> lt_sys::cublasLtMatrixLayout_t {
@@ -148,7 +148,7 @@ impl MatmulPreference {
     pub fn with_workspace(workspace: u64) -> GpuResult<Self> {
         let pref = lt::create_matmul_pref()
             .map(Self)
-            .map_err(library_error("cublasLtMatmulPreferenceCreate"))?;
+            .map_err(library_error("cuBLASLt", "cublasLtMatmulPreferenceCreate"))?;
         // SAFETY: MAX_WORKSPACE_BYTES is a uint64; `workspace` lives across the call.
         unsafe {
             lt::set_matmul_pref_attribute(
@@ -158,7 +158,7 @@ impl MatmulPreference {
                 size_of::<u64>(),
             )
         }
-        .map_err(library_error("cublasLtMatmulPreferenceSetAttribute"))?;
+        .map_err(library_error("cuBLASLt", "cublasLtMatmulPreferenceSetAttribute"))?;
         Ok(pref)
     }
 

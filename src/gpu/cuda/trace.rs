@@ -117,7 +117,7 @@ extern "C" fn buffer_completed(
 }
 
 fn cupti_error(call: &'static str) -> impl FnOnce(CuptiError) -> GpuError {
-    crate::gpu::library_error(call)
+    crate::gpu::library_error("CUPTI", call)
 }
 
 /// Whether libcupti can be loaded: from the library path, or else from the CUDA toolkit, where

@@ -55,7 +55,7 @@ struct Graph {
 
 impl GpuGraph for Graph {
     fn launch(&self) -> GpuResult<()> {
-        self.graph.launch(&self.stream).map_err(GpuError::Hip)
+        self.graph.launch(&self.stream).map_err(GpuError::from)
     }
 }
 
@@ -84,19 +84,19 @@ impl HipDevice {
     /// set, else takes the heuristic's first.
     pub fn new(ordinal: usize, time_gemm_candidates: bool) -> GpuResult<Self> {
         let hip = Arc::new(Hip::load()?);
-        let count = hip::device_count(&hip).map_err(GpuError::Hip)?;
+        let count = hip::device_count(&hip).map_err(GpuError::from)?;
         if ordinal >= count {
             return Err(GpuError::NoDevice(format!(
                 "AMD GPU {ordinal} requested, the HIP runtime {} reports {count}",
                 hip.runtime_library.display()
             )));
         }
-        hip::set_device(&hip, ordinal).map_err(GpuError::Hip)?;
+        hip::set_device(&hip, ordinal).map_err(GpuError::from)?;
         let info = device_info(&hip, ordinal)?;
         let code = compile_for(&hip, &info.arch, info.warp_size)?;
-        let module = Arc::new(Module::load(&hip, &code).map_err(GpuError::Hip)?);
+        let module = Arc::new(Module::load(&hip, &code).map_err(GpuError::from)?);
         let functions = kernels::shared_kernel_names()
-            .map(|name| Ok((name, module.function(name).map_err(GpuError::Hip)?)))
+            .map(|name| Ok((name, module.function(name).map_err(GpuError::from)?)))
             .collect::<GpuResult<HashMap<_, _>>>()?;
         Self::with_stream(hip, ordinal, info, module, functions, time_gemm_candidates)
     }
@@ -112,8 +112,8 @@ impl HipDevice {
         functions: HashMap<&'static str, Function>,
         time_gemm_candidates: bool,
     ) -> GpuResult<Self> {
-        let stream = Arc::new(Stream::new(&hip).map_err(GpuError::Hip)?);
-        let version = hip::runtime_version(&hip).map_err(GpuError::Hip)?;
+        let stream = Arc::new(Stream::new(&hip).map_err(GpuError::from)?);
+        let version = hip::runtime_version(&hip).map_err(GpuError::from)?;
         let dir = hip
             .runtime_library
             .parent()
@@ -150,10 +150,10 @@ impl HipDevice {
     /// work or allocates binds first.
     fn bind(&self) -> GpuResult<()> {
         // Only when it differs, so that nothing but a query runs while the stream is capturing.
-        if hip::current_device(&self.hip).map_err(GpuError::Hip)? == self.ordinal {
+        if hip::current_device(&self.hip).map_err(GpuError::from)? == self.ordinal {
             return Ok(());
         }
-        hip::set_device(&self.hip, self.ordinal).map_err(GpuError::Hip)
+        hip::set_device(&self.hip, self.ordinal).map_err(GpuError::from)
     }
 
     fn rocblas_gemm(&self, g: &ColumnMajorGemm) -> GpuResult<()> {
@@ -178,7 +178,7 @@ impl HipDevice {
             batch: g.batch as i32,
         };
         // SAFETY: the addresses are device buffers the caller sized for these shapes.
-        unsafe { blas.handle.half_gemm(&half) }.map_err(GpuError::Rocblas)
+        unsafe { blas.handle.half_gemm(&half) }.map_err(GpuError::from)
     }
 }
 
@@ -194,21 +194,21 @@ impl PinnedBuffer for PinnedMemory {
 
 /// A new pinned staging buffer of `bytes`.
 fn pinned(hip: &Arc<Hip>, bytes: usize) -> GpuResult<PinnedMemory> {
-    PinnedMemory::alloc(hip, bytes).map_err(GpuError::Hip)
+    PinnedMemory::alloc(hip, bytes).map_err(GpuError::from)
 }
 
 /// Name, arch, memory, compute units and wave size of GPU `ordinal`.
 fn device_info(hip: &Hip, ordinal: usize) -> GpuResult<DeviceInfo> {
-    let attribute = |a| hip::device_attribute(hip, a, ordinal).map_err(GpuError::Hip);
+    let attribute = |a| hip::device_attribute(hip, a, ordinal).map_err(GpuError::from);
     Ok(DeviceInfo {
-        name: hip::device_name(hip, ordinal).map_err(GpuError::Hip)?,
-        arch: hip::arch_name(hip, ordinal).map_err(GpuError::Hip)?,
-        memory_bytes: hip::total_memory(hip, ordinal).map_err(GpuError::Hip)?,
+        name: hip::device_name(hip, ordinal).map_err(GpuError::from)?,
+        arch: hip::arch_name(hip, ordinal).map_err(GpuError::from)?,
+        memory_bytes: hip::total_memory(hip, ordinal).map_err(GpuError::from)?,
         multiprocessors: attribute(HIP_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
         warp_size: attribute(HIP_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32,
         runtime: format!(
             "HIP runtime {}",
-            version_text(hip::runtime_version(hip).map_err(GpuError::Hip)?)
+            version_text(hip::runtime_version(hip).map_err(GpuError::from)?)
         ),
     })
 }
@@ -238,7 +238,7 @@ fn open_rocblas(
         library: "rocBLAS",
         detail: format!("{e} (install the rocblas package of this ROCm release)"),
     })?;
-    let workspace = DeviceMemory::alloc(hip, ROCBLAS_WORKSPACE_BYTES).map_err(GpuError::Hip)?;
+    let workspace = DeviceMemory::alloc(hip, ROCBLAS_WORKSPACE_BYTES).map_err(GpuError::from)?;
     // SAFETY: the stream and the workspace outlive the handle (all owned by the device, the
     // handle dropped first).
     let handle = unsafe {
@@ -249,7 +249,7 @@ fn open_rocblas(
             ROCBLAS_WORKSPACE_BYTES,
         )
     }
-    .map_err(GpuError::Rocblas)?;
+    .map_err(GpuError::from)?;
     Ok(Blas {
         handle,
         _workspace: workspace,
@@ -268,7 +268,7 @@ impl GpuDevice for HipDevice {
 
     fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer> {
         self.bind()?;
-        let memory = DeviceMemory::alloc(&self.hip, bytes).map_err(GpuError::Hip)?;
+        let memory = DeviceMemory::alloc(&self.hip, bytes).map_err(GpuError::from)?;
         // SAFETY: the address of the allocation the buffer owns.
         let ptr = unsafe { DevicePtr::from_raw(memory.address()) };
         Ok(GpuBuffer::new(ptr, bytes, Box::new(memory)))
@@ -298,7 +298,7 @@ impl GpuDevice for HipDevice {
                         self.stream.handle(),
                     )
                 }
-                .map_err(GpuError::Hip)
+                .map_err(GpuError::from)
             },
             || self.synchronize(),
         )
@@ -327,7 +327,7 @@ impl GpuDevice for HipDevice {
                         self.stream.handle(),
                     )
                 }
-                .map_err(GpuError::Hip)?;
+                .map_err(GpuError::from)?;
                 let landed = Event::new(&self.hip)?;
                 landed.record(&self.stream)?;
                 Ok(landed)
@@ -349,7 +349,7 @@ impl GpuDevice for HipDevice {
                 self.stream.handle(),
             )
         }
-        .map_err(GpuError::Hip)
+        .map_err(GpuError::from)
     }
 
     fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
@@ -376,12 +376,12 @@ impl GpuDevice for HipDevice {
                 &mut params,
             )
         }
-        .map_err(GpuError::Hip)
+        .map_err(GpuError::from)
     }
 
     fn memory(&self) -> GpuResult<(usize, usize)> {
         self.bind()?;
-        let (free, total) = hip::memory_info(&self.hip).map_err(GpuError::Hip)?;
+        let (free, total) = hip::memory_info(&self.hip).map_err(GpuError::from)?;
         Ok((total - free, total))
     }
 
@@ -431,12 +431,12 @@ impl GpuDevice for HipDevice {
     }
 
     fn synchronize(&self) -> GpuResult<()> {
-        self.stream.synchronize().map_err(GpuError::Hip)
+        self.stream.synchronize().map_err(GpuError::from)
     }
 
     fn begin_capture(&self) -> GpuResult<()> {
         self.bind()?;
-        self.stream.begin_capture().map_err(GpuError::Hip)
+        self.stream.begin_capture().map_err(GpuError::from)
     }
 
     fn end_capture(&self) -> GpuResult<Box<dyn GpuGraph>> {
@@ -449,7 +449,7 @@ impl GpuDevice for HipDevice {
                         call: "hipStreamEndCapture",
                     }
                 } else {
-                    GpuError::Hip(error)
+                    GpuError::from(error)
                 }
             })?
             .ok_or_else(|| GpuError::Call {

@@ -4,6 +4,7 @@
 
 mod arch;
 pub mod device;
+mod error;
 pub(crate) mod lt;
 
 use std::path::{Path, PathBuf};
@@ -111,7 +112,7 @@ fn runtime_dir(hip: &Hip) -> Option<&Path> {
 
 /// comgr of the runtime's install and the ISA names it knows.
 fn comgr_isas(hip: &Hip) -> Result<(PathBuf, Vec<String>), GpuError> {
-    let version = runtime_version(hip).map_err(GpuError::Hip)?;
+    let version = runtime_version(hip).map_err(GpuError::from)?;
     let comgr = Comgr::load(runtime_dir(hip), version).map_err(|e| GpuError::LibraryMissing {
         library: "comgr (the code object manager hipRTC compiles through)",
         detail: e.to_string(),

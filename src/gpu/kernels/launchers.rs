@@ -5,6 +5,7 @@
 //! compile or does not pass that test. Kernels of one body instantiated several times (row
 //! widths, head depths) form a family: one launcher that takes which member to run.
 
+pub use super::layer_norm::LayerNormWarp;
 use crate::gpu::{DevicePtr, GpuDevice, GpuResult, KernelArg, Launch};
 
 /// How a kernel parameter travels: its C type's kind in `hip/`.
@@ -69,21 +70,30 @@ pub struct KernelSignature {
     pub params: &'static [(&'static str, ArgKind)],
 }
 
+/// The entry points of one launcher (one kernel, or a family's members) and their parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelFamily {
+    pub names: &'static [&'static str],
+    pub params: &'static [(&'static str, ArgKind)],
+}
+
 /// Declares launchers: `name(params);` for one kernel, `name [Family: Member = entry, …]
-/// (params);` for a family (an enum `Family` of its members and a launcher taking one). The
-/// list given first collects every declared entry point's signature.
+/// (params);` for a family listed here (an enum `Family` of its members and a launcher taking
+/// one), `name [Family] (params);` for a family made elsewhere (a type with `name(self)` and
+/// `NAMES`, every member's entry point). The list given first collects every declared entry
+/// point's signature.
 macro_rules! launchers {
     ($signatures:ident; $(
         $(#[$doc:meta])*
-        $launcher:ident $([$family:ident: $($member:ident = $entry:ident),+ $(,)?])?
+        $launcher:ident $([$family:ident $(: $($member:ident = $entry:ident),+ $(,)?)?])?
             ($($param:ident: $ty:ty),* $(,)?);
     )*) => {
-        $(launchers!(@launcher $(#[$doc])* $launcher [$($family: $($member = $entry),+)?]
+        $(launchers!(@launcher $(#[$doc])* $launcher [$($family $(: $($member = $entry),+)?)?]
             ($($param: $ty),*));)*
 
-        /// Every entry point declared here, with its parameters.
-        pub const $signatures: &[&[KernelSignature]] = &[$(
-            launchers!(@signatures $launcher [$($($entry),+)?] ($($param: $ty),*))
+        /// Every entry point declared here, by launcher, with its parameters.
+        pub const $signatures: &[KernelFamily] = &[$(
+            launchers!(@signatures $launcher [$($family)?] ($($param: $ty),*))
         ),*];
     };
     (@launcher $(#[$doc:meta])* $launcher:ident [] ($($param:ident: $ty:ty),*)) => {
@@ -108,6 +118,8 @@ macro_rules! launchers {
         impl $family {
             /// Every member, in declaration order.
             pub const ALL: &[Self] = &[$(Self::$member),+];
+            /// Every member's entry point, in declaration order.
+            pub const NAMES: &[&str] = &[$(stringify!($entry)),+];
 
             /// The member's entry point in `hip/`.
             pub fn name(self) -> &'static str {
@@ -117,6 +129,9 @@ macro_rules! launchers {
             }
         }
 
+        launchers!(@launcher $(#[$doc])* $launcher [$family] ($($param: $ty),*));
+    };
+    (@launcher $(#[$doc:meta])* $launcher:ident [$family:ident] ($($param:ident: $ty:ty),*)) => {
         $(#[$doc])*
         #[allow(clippy::too_many_arguments)]
         pub fn $launcher(
@@ -129,15 +144,17 @@ macro_rules! launchers {
         }
     };
     (@signatures $launcher:ident [] ($($param:ident: $ty:ty),*)) => {
-        &[KernelSignature {
-            name: stringify!($launcher),
+        KernelFamily {
+            names: &[stringify!($launcher)],
             params: &[$((stringify!($param), <$ty as KernelParam>::KIND)),*],
-        }]
+        }
     };
-    (@signatures $launcher:ident [$($entry:ident),+] ($($param:ident: $ty:ty),*)) => {{
-        const PARAMS: &[(&str, ArgKind)] = &[$((stringify!($param), <$ty as KernelParam>::KIND)),*];
-        &[$(KernelSignature { name: stringify!($entry), params: PARAMS }),+]
-    }};
+    (@signatures $launcher:ident [$family:ident] ($($param:ident: $ty:ty),*)) => {
+        KernelFamily {
+            names: $family::NAMES,
+            params: &[$((stringify!($param), <$ty as KernelParam>::KIND)),*],
+        }
+    };
 }
 
 launchers! { SHARED;
@@ -186,30 +203,10 @@ launchers! { SHARED;
         cols: i32,
     );
     /// `out = LN((input + bias)·alpha + skip)`, one warp per row held in registers: the member
-    /// is the row's chunks of 8 values per lane, and whether gamma and beta load with the row
-    /// (`Early`, for grids of at most a block per SM; see `layer_norm_warp_kernel`).
-    layer_norm_warp [LayerNormWarp:
-        C1 = layer_norm_warp_c1,
-        C2 = layer_norm_warp_c2,
-        C3 = layer_norm_warp_c3,
-        C4 = layer_norm_warp_c4,
-        C6 = layer_norm_warp_c6,
-        C8 = layer_norm_warp_c8,
-        Early1 = layer_norm_warp_early_c1,
-        Early2 = layer_norm_warp_early_c2,
-        Early3 = layer_norm_warp_early_c3,
-        Early4 = layer_norm_warp_early_c4,
-        Swish1 = layer_norm_warp_swish_c1,
-        Swish2 = layer_norm_warp_swish_c2,
-        Swish3 = layer_norm_warp_swish_c3,
-        Swish4 = layer_norm_warp_swish_c4,
-        Swish6 = layer_norm_warp_swish_c6,
-        Swish8 = layer_norm_warp_swish_c8,
-        SwishEarly1 = layer_norm_warp_swish_early_c1,
-        SwishEarly2 = layer_norm_warp_swish_early_c2,
-        SwishEarly3 = layer_norm_warp_swish_early_c3,
-        SwishEarly4 = layer_norm_warp_swish_early_c4,
-    ](
+    /// (made from one list of row widths, `layer_norm.rs`) is the row's chunks of 8 values per
+    /// lane, the activation, and whether gamma and beta load with the row (for grids of at most
+    /// a block per SM; see `layer_norm_warp_kernel`).
+    layer_norm_warp [LayerNormWarp](
         out: DevicePtr,
         input: DevicePtr,
         bias: Option<DevicePtr>,
@@ -345,16 +342,19 @@ launchers! { CUDA_ONLY;
 }
 
 /// Every declared entry point of `signatures`.
-pub fn entry_points(
-    signatures: &'static [&'static [KernelSignature]],
-) -> impl Iterator<Item = &'static KernelSignature> {
-    signatures.iter().flat_map(|family| family.iter())
+pub fn entry_points(signatures: &'static [KernelFamily]) -> impl Iterator<Item = KernelSignature> {
+    signatures.iter().flat_map(|family| {
+        family.names.iter().map(|&name| KernelSignature {
+            name,
+            params: family.params,
+        })
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::kernels::source;
+    use crate::gpu::kernels::expand::expanded_source;
 
     /// The declaration after `KERNEL void ` without its `__launch_bounds__(…) ` if it has one.
     fn without_launch_bounds(declaration: &str) -> &str {
@@ -420,7 +420,7 @@ mod tests {
 
     #[test]
     fn every_launcher_matches_its_kernel_declaration() {
-        let declared = declared_kernels(&source());
+        let declared = declared_kernels(&expanded_source());
         let launchers: Vec<_> = entry_points(SHARED)
             .chain(entry_points(CUDA_ONLY))
             .collect();
@@ -445,7 +445,7 @@ mod tests {
 
     #[test]
     fn cuda_only_kernels_are_declared_under_the_cuda_condition() {
-        let src = source();
+        let src = expanded_source();
         let guarded: Vec<_> = src
             .match_indices("#if defined(GPU_CUDA) &&")
             .map(|(from, _)| from..from + src[from..].find("#endif").unwrap())
@@ -473,14 +473,16 @@ mod tests {
 
     #[test]
     fn families_name_their_members_entry_points() {
-        assert_eq!(LayerNormWarp::C3.name(), "layer_norm_warp_c3");
-        assert_eq!(LayerNormWarp::Swish8.name(), "layer_norm_warp_swish_c8");
         assert_eq!(PortableAttention::D32.name(), "attention_d32");
         assert_eq!(TensorCoreAttention::D64.name(), "attention_mma_d64");
         assert_eq!(
-            LayerNormWarp::SwishEarly1.name(),
-            "layer_norm_warp_swish_early_c1"
+            PortableAttention::NAMES,
+            ["attention_d16", "attention_d32", "attention_d64"]
         );
-        assert_eq!(LayerNormWarp::ALL.len(), 20);
+        let layer_norm = SHARED
+            .iter()
+            .find(|family| family.names.contains(&"layer_norm_warp_c1"))
+            .expect("the warp LayerNorm's launcher");
+        assert_eq!(layer_norm.names, LayerNormWarp::NAMES);
     }
 }

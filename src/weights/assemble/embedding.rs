@@ -1,8 +1,9 @@
 //! The input embedding: the dense layer over the input planes (with the PE_MAP positional
 //! encoding or the PE_DENSE preprocessing), and the optional input gating.
 
+use super::EPS_1E3;
 use super::reader::{Reader, join};
-use super::{EPS_1E3, INPUT_PLANES, SQUARES};
+use crate::board::{INPUT_PLANES, SQUARES};
 use crate::weights::error::WeightsError;
 use crate::weights::format::{InputEmbedding, NetFormat};
 use crate::weights::network::{DenseEmbeddingParts, Embedding, InputGating};

@@ -1,8 +1,9 @@
 //! The encoder stack: every layer's attention (QKV, out-projection, smolgen), LayerNorms and
 //! FFN, all checked against the first layer's shape, and smolgen's shared weight generator.
 
+use super::EPS_1E3;
 use super::reader::{Reader, join};
-use super::{EPS_1E3, SQUARES};
+use crate::board::SQUARES;
 use crate::weights::error::WeightsError;
 use crate::weights::format::{InputEmbedding, NetFormat};
 use crate::weights::network::{Dense, EncoderLayer, Smolgen, SmolgenDims};

@@ -1,8 +1,8 @@
 //! The output heads: attention policy heads, value heads and the moves-left head, by lc0's
 //! names, from the multi-head fields or the older top-level ones.
 
-use super::SQUARES;
 use super::reader::{Reader, join};
+use crate::board::SQUARES;
 use crate::weights::error::WeightsError;
 use crate::weights::network::{MovesLeftHead, Named, PolicyHead, ValueHead};
 use crate::weights::proto::Weights;
@@ -52,7 +52,7 @@ impl Reader<'_> {
         Ok(list)
     }
 
-    pub(in crate::weights) fn policy_head(
+    pub(super) fn policy_head(
         &self,
         base: &str,
         h: &pw::PolicyHead,
@@ -205,7 +205,7 @@ impl Reader<'_> {
 
 /// The policy head of a file that keeps it in the top-level fields (older attention nets and
 /// attention policy over a convolutional body), as one `PolicyHead` message.
-pub(in crate::weights) fn top_level_policy(w: &Weights) -> pw::PolicyHead {
+pub(super) fn top_level_policy(w: &Weights) -> pw::PolicyHead {
     pw::PolicyHead {
         ip_pol_w: w.ip_pol_w.clone(),
         ip_pol_b: w.ip_pol_b.clone(),

@@ -2,16 +2,19 @@
 //! every dimension from the data as lc0 does (docs/lc0-format.md §3.6) and checks each layer's
 //! length against its derived shape, naming the field on any mismatch. One file per job:
 //! `format` (what the file declares), `reader` (tensor primitives), then one per layer kind
-//! (`embedding`, `encoder`, `heads`), as lc0's loader reads them.
+//! (`embedding`, `encoder`, `heads`), as lc0's loader reads them, and `tower` for residual
+//! towers (convolutions with batch norm folded, convolutional heads).
 
 mod embedding;
 mod encoder;
 mod format;
 mod heads;
 mod reader;
+mod tower;
 
-pub(super) use heads::top_level_policy;
-pub(super) use reader::{Reader, join};
+pub use tower::BATCH_NORM_EPSILON;
+
+use self::reader::Reader;
 
 use super::codec::LayerEncoding;
 use super::container::Version;
@@ -23,11 +26,9 @@ use super::network::{
 };
 use super::proto::network_format::NetworkStructure;
 use super::proto::{Net, NetworkFormat};
+use super::tower::TowerNetwork;
+use crate::board::{INPUT_PLANES, SQUARES};
 
-/// Squares on the board, hence tokens per position.
-pub const SQUARES: usize = 64;
-/// Input planes per position.
-pub const INPUT_PLANES: usize = 112;
 /// LayerNorm eps of smolgen and of the PE_DENSE embedding.
 const EPS_1E3: f32 = 1e-3;
 
@@ -79,7 +80,13 @@ pub fn assemble(
     let reader = Reader::new(file);
     let format = reader.net_format(&nf)?;
     if is_residual_tower(&nf) {
-        let tower = super::residual::assemble_tower(&reader, &nf, weights, format, options)?;
+        TowerNetwork::check_heads(&options.policy_head, &options.value_head).map_err(|error| {
+            WeightsError::UnknownHead {
+                file: file.to_owned(),
+                error,
+            }
+        })?;
+        let tower = tower::assemble_tower(&reader, &nf, weights, format)?;
         return Ok((Model::Residual(tower), reader.file_info(&net)));
     }
     reader.check_supported_body(&nf, weights)?;

@@ -11,13 +11,13 @@ use crate::weights::proto::Net;
 use crate::weights::proto::weights::{self as pw, Layer};
 
 /// `base.name`: the path of a field, as errors name it.
-pub(in crate::weights) fn join(base: &str, name: &str) -> String {
+pub(super) fn join(base: &str, name: &str) -> String {
     format!("{base}.{name}")
 }
 
 /// Reads layers of one file, turning every problem into an error that names file and field.
-pub(in crate::weights) struct Reader<'a> {
-    pub(in crate::weights) file: &'a str,
+pub(super) struct Reader<'a> {
+    pub(super) file: &'a str,
     /// The encodings of the layers read so far (for `lc0rs info`); shared by the threads that
     /// decode encoder layers.
     encodings: std::sync::Mutex<Vec<LayerEncoding>>,
@@ -32,11 +32,7 @@ impl Reader<'_> {
         }
     }
 
-    pub(in crate::weights) fn field_error(
-        &self,
-        field: &str,
-        problem: impl Into<String>,
-    ) -> WeightsError {
+    pub(super) fn field_error(&self, field: &str, problem: impl Into<String>) -> WeightsError {
         WeightsError::Field {
             file: self.file.to_owned(),
             field: field.to_owned(),
@@ -44,7 +40,7 @@ impl Reader<'_> {
         }
     }
 
-    pub(in crate::weights) fn unsupported(&self, what: impl Into<String>) -> WeightsError {
+    pub(super) fn unsupported(&self, what: impl Into<String>) -> WeightsError {
         WeightsError::Unsupported {
             file: self.file.to_owned(),
             what: what.into(),
@@ -52,11 +48,7 @@ impl Reader<'_> {
     }
 
     /// Reads a raw protobuf enum value, refusing values the schema does not know.
-    pub(in crate::weights) fn enum_value<E>(
-        &self,
-        field: &str,
-        raw: Option<i32>,
-    ) -> Result<E, WeightsError>
+    pub(super) fn enum_value<E>(&self, field: &str, raw: Option<i32>) -> Result<E, WeightsError>
     where
         E: TryFrom<i32> + Default,
     {
@@ -91,11 +83,7 @@ impl Reader<'_> {
     }
 
     /// The element count of a layer that must be present and non-empty.
-    pub(in crate::weights) fn len(
-        &self,
-        field: &str,
-        layer: Option<&Layer>,
-    ) -> Result<usize, WeightsError> {
+    pub(super) fn len(&self, field: &str, layer: Option<&Layer>) -> Result<usize, WeightsError> {
         let layer = self.present(field, layer)?;
         element_count(layer).map_err(|error| WeightsError::Layer {
             file: self.file.to_owned(),
@@ -105,7 +93,7 @@ impl Reader<'_> {
     }
 
     /// Decodes a layer that must hold exactly `expected` values (`shape` describes them).
-    pub(in crate::weights) fn tensor(
+    pub(super) fn tensor(
         &self,
         field: &str,
         layer: Option<&Layer>,
@@ -136,7 +124,7 @@ impl Reader<'_> {
         Ok(values)
     }
 
-    pub(in crate::weights) fn vector(
+    pub(super) fn vector(
         &self,
         field: &str,
         layer: Option<&Layer>,
@@ -145,7 +133,7 @@ impl Reader<'_> {
         self.tensor(field, layer, len, &|| format!("[{len}]"))
     }
 
-    pub(in crate::weights) fn matrix(
+    pub(super) fn matrix(
         &self,
         field: &str,
         layer: Option<&Layer>,
@@ -159,7 +147,7 @@ impl Reader<'_> {
 
     /// A dense layer `base.{w}` / `base.{b}` with the given output and input sizes.
     #[allow(clippy::too_many_arguments)]
-    pub(in crate::weights) fn dense(
+    pub(super) fn dense(
         &self,
         base: &str,
         (w_name, w): (&str, Option<&Layer>),
@@ -176,7 +164,7 @@ impl Reader<'_> {
     }
 
     /// A dense layer whose output size is its bias length (how lc0 derives it).
-    pub(in crate::weights) fn dense_sized_by_bias(
+    pub(super) fn dense_sized_by_bias(
         &self,
         base: &str,
         w: (&str, Option<&Layer>),

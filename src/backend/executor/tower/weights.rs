@@ -4,11 +4,11 @@
 //! convolution as a dense `[K][C]` layer, and each dense layer after a flatten with its
 //! inputs in square-major order (the file's are channel-major, `channel·64 + square`).
 
-use crate::backend::gpu::dense::{DenseGpu, dense, upload_i16};
-use crate::backend::gpu::io::SQUARES;
-use crate::backend::gpu::policy::PolicyGpu;
+use crate::backend::executor::dense::{DenseGpu, dense, upload_i16};
+use crate::backend::executor::policy::PolicyGpu;
+use crate::board::POLICY_SIZE;
+use crate::board::SQUARES;
 use crate::chess::conv_policy_map::conv_policy_map;
-use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::{GpuBuffer, GpuDevice, GpuResult};
 use crate::weights::network::Dense;
 use crate::weights::tower::{Conv, ConvHead, TowerNetwork, TowerPolicy};

@@ -3,10 +3,11 @@
 //! position, then `policy_finish` maps the 64·64 moves and the promotions to the 1858 logits.
 
 use super::dense::{DenseGpu, dense, stacked, upload_f16, upload_i16};
-use super::io::{HALF, SQUARES};
+use super::io::HALF;
 use super::marks::{Cost, linear_cost};
 use super::ops::Ops;
 use super::plan::ROW_THREADS;
+use crate::board::SQUARES;
 use crate::chess::policy_index::attention_policy_map;
 use crate::gpu::kernels::launchers;
 use crate::gpu::{BatchedProduct, DevicePtr, GpuBuffer, GpuDevice, GpuResult, Launch};

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use super::profile_report::report_profile;
 use super::{CommandError, NetChoice, require};
 use crate::backend::Backend;
-use crate::bench::{self, BenchConfig};
+use crate::backend::bench::{self, BenchConfig};
 use crate::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
 
 /// What `backendbench` reports from profiled passes.

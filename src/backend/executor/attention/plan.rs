@@ -7,8 +7,8 @@
 use std::fmt;
 
 use super::Shapes;
-use crate::backend::gpu::io::SQUARES;
-use crate::backend::gpu::plan::{NormKernel, PassPlan};
+use crate::backend::executor::plan::{NormKernel, PassPlan};
+use crate::board::SQUARES;
 use crate::gpu::kernels::launchers::NormDense;
 use crate::gpu::kernels::{AttentionKernel, AttentionLaunch};
 use crate::gpu::{GpuError, GpuResult, Launch};

@@ -3,36 +3,30 @@
 //! derives every size from the data as lc0 does and folds batch norm into each convolution
 //! with lc0's epsilon (docs/lc0-format.md §1.2, `Weights.ConvBlock`).
 
-use super::assemble::{LoadOptions, Reader, SQUARES, join, top_level_policy};
-use super::error::WeightsError;
-use super::format::NetFormat;
-use super::network::Dense;
-use super::proto::network_format::PolicyFormat;
-use super::proto::weights::{self as pw, Layer};
-use super::proto::{NetworkFormat, Weights};
-use super::tower::{Conv, ConvHead, ResidualBlock, SqueezeExcitation, TowerNetwork, TowerPolicy};
-use crate::chess::conv_policy_map::CONV_POLICY_USED_PLANES;
-use crate::chess::policy_index::POLICY_SIZE;
+use super::heads::top_level_policy;
+use super::reader::{Reader, join};
+use crate::board::{CONV_POLICY_USED_PLANES, INPUT_PLANES, POLICY_SIZE, SQUARES};
+use crate::weights::error::WeightsError;
+use crate::weights::format::NetFormat;
+use crate::weights::network::Dense;
+use crate::weights::proto::network_format::PolicyFormat;
+use crate::weights::proto::weights::{self as pw, Layer};
+use crate::weights::proto::{NetworkFormat, Weights};
+use crate::weights::tower::{
+    Conv, ConvHead, ResidualBlock, SqueezeExcitation, TowerNetwork, TowerPolicy,
+};
 
 /// lc0's batch-norm epsilon, added to the stored variance (`bn_stddivs`) before folding.
 pub const BATCH_NORM_EPSILON: f32 = 1e-5;
-/// Planes of the input convolution.
-const INPUT_PLANES: usize = super::assemble::INPUT_PLANES;
 
-/// Reads a residual-tower network; `format` is the already-resolved common format.
-pub fn assemble_tower(
+/// Reads a residual-tower network; `format` is the already-resolved common format. The heads
+/// the options ask for are checked by the caller, before any layer is read.
+pub(super) fn assemble_tower(
     reader: &Reader<'_>,
     nf: &NetworkFormat,
     w: &Weights,
     format: NetFormat,
-    options: &LoadOptions,
 ) -> Result<TowerNetwork, WeightsError> {
-    TowerNetwork::check_heads(&options.policy_head, &options.value_head).map_err(|error| {
-        WeightsError::UnknownHead {
-            file: reader.file.to_owned(),
-            error,
-        }
-    })?;
     if w.residual.is_empty() {
         return Err(reader.field_error(
             "weights.residual",

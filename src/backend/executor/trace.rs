@@ -64,7 +64,7 @@ pub fn attribute_trace(marks: &[OpEvent], first: usize, activities: &[Activity])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::gpu::marks::Cost;
+    use crate::backend::executor::marks::Cost;
 
     #[test]
     fn traced_activities_are_attributed_to_the_operations_that_enqueued_them() {

@@ -1,8 +1,8 @@
 //! The network's weights on the GPU in fp16, laid out for the executor: Q, K and V weights
 //! concatenated so QKV is one GEMM, and the policy's query and key likewise.
 
-use crate::backend::gpu::dense::{DenseGpu, dense, stacked, upload_f16};
-use crate::backend::gpu::policy::PolicyGpu;
+use crate::backend::executor::dense::{DenseGpu, dense, stacked, upload_f16};
+use crate::backend::executor::policy::PolicyGpu;
 use crate::chess::policy_index::positional_encoding;
 use crate::gpu::{GpuBuffer, GpuDevice, GpuResult};
 use crate::weights::network::{Dense, LayerNorm, Network};

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::backend::gpu::plan::tests::{amd, sm90};
-use crate::backend::gpu::plan::{Capabilities, DenseKernel, PlanOptions};
+use crate::backend::executor::plan::tests::{amd, sm90};
+use crate::backend::executor::plan::{Capabilities, DenseKernel, PlanOptions};
 
 const LAYERS: usize = 15;
 

@@ -6,13 +6,13 @@
 pub mod weights;
 
 use super::dense::DenseGpu;
-use super::io::{HALF, IoBuffers, PLANES, SQUARES};
+use super::io::{HALF, IoBuffers};
 use super::marks::{Cost, linear_cost, pass_cost};
 use super::ops::{Ops, finish_value};
 use super::pass::NetworkPass;
 use super::plan::PassPlan;
 use super::policy::PolicyBuffers;
-use crate::chess::policy_index::POLICY_SIZE;
+use crate::board::{INPUT_PLANES, POLICY_SIZE, SQUARES};
 use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
 use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuError, GpuResult, Launch};
 use crate::weights::format::{Activation, NetFormat};
@@ -103,8 +103,8 @@ impl NetworkPass for TowerPass {
         let half = |elements: usize| device.alloc(elements * HALF);
         let c = net.filters;
         Ok(TowerBuffers {
-            planes: half(rows * PLANES)?,
-            columns: half(rows * TAPS * c.max(PLANES))?,
+            planes: half(rows * INPUT_PLANES)?,
+            columns: half(rows * TAPS * c.max(INPUT_PLANES))?,
             x: half(rows * c)?,
             h: half(rows * c)?,
             y: half(rows * c)?,
@@ -178,12 +178,12 @@ struct TowerForward<'a> {
 impl TowerForward<'_> {
     fn enqueue(&self, batch: usize) -> GpuResult<()> {
         let (net, b, rows) = (self.net, self.b, batch * SQUARES);
-        let input_cost = pass_cost(rows * PLANES, 0) + self.conv3x3_cost(&net.input, rows);
+        let input_cost = pass_cost(rows * INPUT_PLANES, 0) + self.conv3x3_cost(&net.input, rows);
         self.ops.op("input conv", None, input_cost, || {
             let (masks, values) = self.io.inputs(batch);
             launchers::expand_tokens(
                 self.ops.device,
-                Launch::elements(rows * PLANES),
+                Launch::elements(rows * INPUT_PLANES),
                 masks,
                 values,
                 None,

@@ -3,8 +3,9 @@
 //! pass's plan picks (a LayerNorm fused into the dense layer after it where the plan says so).
 
 use super::forward::{Forward, ResidualNorm};
-use crate::backend::gpu::io::{HALF, SQUARES};
-use crate::backend::gpu::marks::{Cost, linear_cost, pass_cost};
+use crate::backend::executor::io::HALF;
+use crate::backend::executor::marks::{Cost, linear_cost, pass_cost};
+use crate::board::SQUARES;
 use crate::gpu::kernels::{AttentionKernel, launchers};
 use crate::gpu::{DevicePtr, GpuResult};
 use crate::weights::format::Activation;

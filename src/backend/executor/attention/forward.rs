@@ -7,11 +7,12 @@
 use super::plan::{BodyPlan, Stream};
 use super::weights::{HeadGpu, NetworkGpu, NormGpu};
 use super::{Buffers, Shapes};
-use crate::backend::gpu::dense::DenseGpu;
-use crate::backend::gpu::io::{IoBuffers, SQUARES};
-use crate::backend::gpu::marks::{Cost, linear_cost, pass_cost};
-use crate::backend::gpu::ops::{Ops, finish_value};
-use crate::backend::gpu::plan::NormKernel;
+use crate::backend::executor::dense::DenseGpu;
+use crate::backend::executor::io::IoBuffers;
+use crate::backend::executor::marks::{Cost, linear_cost, pass_cost};
+use crate::backend::executor::ops::{Ops, finish_value};
+use crate::backend::executor::plan::NormKernel;
+use crate::board::SQUARES;
 use crate::gpu::kernels::launchers::NormDense;
 use crate::gpu::kernels::{activation_code, launchers};
 use crate::gpu::{DevicePtr, GpuResult, Launch};

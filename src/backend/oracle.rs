@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use crate::backend::{Backend, BackendError, BatchOutput, legal_move_probabilities};
-use crate::chess::policy_index::{POLICY_SIZE, entry_moves_with_indices};
+use crate::board::POLICY_SIZE;
+use crate::chess::policy_index::entry_moves_with_indices;
 use crate::chess::{EncodedPosition, HistoryFill, PositionHistory, encode_position};
 
 /// Pass limits.

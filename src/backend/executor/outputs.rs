@@ -104,7 +104,7 @@ fn extend_f32(out: &mut Vec<f32>, bytes: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chess::policy_index::POLICY_SIZE;
+    use crate::board::POLICY_SIZE;
 
     #[test]
     fn f32_results_are_read_from_aligned_and_unaligned_bytes() {

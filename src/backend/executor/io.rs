@@ -5,12 +5,10 @@ use std::mem::size_of;
 
 use half::f16;
 
+use crate::board::{INPUT_PLANES, POLICY_SIZE};
 use crate::chess::InputPlanes;
-use crate::chess::policy_index::POLICY_SIZE;
 use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuResult};
 
-pub const SQUARES: usize = 64;
-pub const PLANES: usize = 112;
 pub const HALF: usize = size_of::<f16>();
 /// Bytes of one input plane on the device: its u64 mask and its f32 value.
 const INPUT_PLANE_BYTES: usize = size_of::<u64>() + size_of::<f32>();
@@ -34,7 +32,7 @@ pub const POLICY_BYTES: usize = POLICY_SIZE * size_of::<f32>();
 impl IoBuffers {
     pub fn new(device: &dyn GpuDevice, max_batch: usize) -> GpuResult<Self> {
         Ok(Self {
-            inputs: device.alloc(max_batch * PLANES * INPUT_PLANE_BYTES)?,
+            inputs: device.alloc(max_batch * INPUT_PLANES * INPUT_PLANE_BYTES)?,
             outputs: device.alloc(max_batch * (FINISHED_BYTES + POLICY_BYTES))?,
         })
     }
@@ -42,7 +40,10 @@ impl IoBuffers {
     /// Where the masks and the values of a pass over `batch` positions lie in `inputs`.
     pub fn inputs(&self, batch: usize) -> (DevicePtr, DevicePtr) {
         let masks = self.inputs.ptr();
-        (masks, self.inputs.at(batch * PLANES * size_of::<u64>()))
+        (
+            masks,
+            self.inputs.at(batch * INPUT_PLANES * size_of::<u64>()),
+        )
     }
 
     /// Where a pass writes its Q, D and M: first in `outputs`, whatever its size.
@@ -77,15 +78,15 @@ pub fn upload_inputs(
     );
     // One copy: every mask of the padded pass, then the batch's values, written by `fill`
     // straight into the staging memory.
-    let mask_bytes = size * PLANES * size_of::<u64>();
-    let value_bytes = batch.len() * PLANES * size_of::<f32>();
+    let mask_bytes = size * INPUT_PLANES * size_of::<u64>();
+    let value_bytes = batch.len() * INPUT_PLANES * size_of::<f32>();
     device.upload_with(
         buffers.inputs.ptr(),
         mask_bytes + value_bytes,
         &mut |staged| {
             let (masks, values) = staged.split_at_mut(mask_bytes);
             let planes = || batch.iter().flatten();
-            masks[batch.len() * PLANES * size_of::<u64>()..].fill(0);
+            masks[batch.len() * INPUT_PLANES * size_of::<u64>()..].fill(0);
             for (slot, plane) in masks.chunks_exact_mut(size_of::<u64>()).zip(planes()) {
                 slot.copy_from_slice(&plane.mask.to_le_bytes());
             }

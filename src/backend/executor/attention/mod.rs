@@ -7,11 +7,12 @@ mod forward;
 pub mod plan;
 pub mod weights;
 
-use super::io::{HALF, IoBuffers, SQUARES};
+use super::io::{HALF, IoBuffers};
 use super::ops::Ops;
 use super::pass::NetworkPass;
 use super::plan::PassPlan;
 use super::policy::{PolicyBuffers, PolicyGpu};
+use crate::board::SQUARES;
 use crate::gpu::kernels::AttentionKernel;
 use crate::gpu::{GpuBuffer, GpuDevice, GpuError, GpuResult};
 use crate::weights::format::NetFormat;
