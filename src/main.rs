@@ -148,6 +148,9 @@ enum Command {
         /// Target architecture, e.g. sm_80, sm_90 (cuda) or gfx90a, gfx1030, gfx1100 (hip).
         #[arg(long)]
         arch: String,
+        /// Also write hipRTC's code object here (hip only), e.g. for a disassembler.
+        #[arg(long)]
+        code_object: Option<std::path::PathBuf>,
     },
     /// Time the attention implementations (naive, unfused, portable, mma) at lc0's shapes, each
     /// checked against an f64 reference first; CSV.
@@ -342,10 +345,14 @@ fn run(cli: Cli) -> Result<()> {
                 repeats: repeats as usize,
             })?
         }
-        Command::CompileKernels { vendor, arch } => {
+        Command::CompileKernels {
+            vendor,
+            arch,
+            code_object,
+        } => {
             let vendor = match vendor.as_str() {
                 "cuda" => Vendor::Cuda,
-                "hip" => Vendor::Hip,
+                "hip" => Vendor::Hip(code_object),
                 other => anyhow::bail!("unknown vendor {other:?}"),
             };
             commands::compile_kernels(vendor, &arch)?

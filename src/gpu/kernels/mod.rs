@@ -3,13 +3,15 @@
 
 pub mod launchers;
 
-use self::launchers::{DenseMma, LayerNormWarp, NormDense, PortableAttention, TensorCoreAttention};
+use self::launchers::{
+    DenseMma, LayerNormWarp, MatrixAttention, NormDense, PortableAttention, TensorCoreAttention,
+};
 use super::Launch;
 use crate::weights::format::Activation;
 
 /// The kernel files of `hip/` by job, in the order they form one translation unit after the
 /// prelude (`.ci/run` lists the same for hipcc).
-pub const KERNEL_FILES: [(&str, &str); 7] = [
+pub const KERNEL_FILES: [(&str, &str); 8] = [
     ("kernels.hip", include_str!("../../../hip/kernels.hip")),
     ("norms.hip", include_str!("../../../hip/norms.hip")),
     ("attention.hip", include_str!("../../../hip/attention.hip")),
@@ -23,14 +25,51 @@ pub const KERNEL_FILES: [(&str, &str); 7] = [
     ),
     ("heads.hip", include_str!("../../../hip/heads.hip")),
     ("conv.hip", include_str!("../../../hip/conv.hip")),
+    ("matrix.hip", include_str!("../../../hip/matrix.hip")),
 ];
 
 /// The portability prelude followed by every kernel file, as one translation unit.
 pub fn source() -> String {
-    std::iter::once(include_str!("../../../hip/prelude.h"))
+    source_with("")
+}
+
+/// The prelude, then `shim` (the emulator's matrix instructions), then every kernel file.
+pub fn source_with(shim: &str) -> String {
+    [include_str!("../../../hip/prelude.h"), shim]
+        .into_iter()
         .chain(KERNEL_FILES.iter().map(|(_, text)| *text))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The matrix-core form an AMD architecture's kernels are built on (`LC0RS_MATRIX_FORM` in
+/// hip/prelude.h, whose arch list this mirrors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatrixForm {
+    /// `v_wmma_f32_16x16x16_f16`, RDNA3/3.5 (gfx11xx), wave32.
+    WmmaGfx11 = 1,
+    /// The same instruction in RDNA4's (gfx12xx) register layout, wave32.
+    WmmaGfx12 = 2,
+    /// `v_mfma_f32_16x16x16f16`, CDNA2/3/4 (gfx90a, gfx94x, gfx950), wave64.
+    Mfma16 = 3,
+}
+
+/// The matrix-core form of `arch` (a processor name, features allowed), or `None` where the
+/// portable kernels run (RDNA1/2, GCN, gfx908 and unknown names).
+pub fn amd_matrix_form(arch: &str) -> Option<MatrixForm> {
+    let processor = arch.split(':').next().unwrap_or(arch);
+    match processor {
+        "gfx1100" | "gfx1101" | "gfx1102" | "gfx1103" | "gfx1150" | "gfx1151" | "gfx1152"
+        | "gfx1153" => Some(MatrixForm::WmmaGfx11),
+        "gfx1200" | "gfx1201" => Some(MatrixForm::WmmaGfx12),
+        "gfx90a" | "gfx940" | "gfx941" | "gfx942" | "gfx950" => Some(MatrixForm::Mfma16),
+        _ => None,
+    }
+}
+
+/// The AMD matrix-core kernels (compiled where [`amd_matrix_form`] names a form).
+pub fn matrix_kernel_names() -> impl Iterator<Item = &'static str> {
+    launchers::entry_points(launchers::AMD_MATRIX).map(|k| k.name)
 }
 
 /// The kernel entry points every vendor compiles from the files of `hip/`.
@@ -125,6 +164,10 @@ pub const ATTENTION_THREADS: u32 = 128;
 /// Threads per block of the tensor-core attention kernels (`MMA_ATTENTION_THREADS`).
 pub const MMA_ATTENTION_THREADS: u32 = 128;
 
+/// Waves per block of the matrix-core attention kernels (`MATRIX_ATTENTION_THREADS` in
+/// hip/matrix.hip is 4 · WARP_SIZE).
+pub const MATRIX_ATTENTION_WAVES: u32 = 4;
+
 /// The most heads one block of a tensor-core attention kernel takes (in turn, with the next
 /// head's copies overlapping this one's compute).
 pub const MMA_MAX_HEADS_PER_BLOCK: usize = 4;
@@ -137,46 +180,66 @@ pub struct AttentionLaunch {
     pub heads_per_block: Option<i32>,
 }
 
-/// An attention kernel: one per supported head depth, portable or on NVIDIA tensor cores.
+/// Which implementation of the attention: portable, NVIDIA tensor cores (`mma.sync`), or AMD
+/// matrix cores (WMMA, MFMA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttentionFamily {
+    Portable,
+    TensorCores,
+    MatrixCores,
+}
+
+/// An attention kernel: one per supported head depth and family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttentionKernel {
     Portable(PortableAttention),
     TensorCores(TensorCoreAttention),
+    MatrixCores(MatrixAttention),
 }
 
 impl AttentionKernel {
-    /// The kernel for a head depth, if one exists: the tensor-core one or the portable one.
-    pub fn for_depth(depth: usize, tensor_cores: bool) -> Option<Self> {
-        Some(match (depth, tensor_cores) {
-            (16, false) => Self::Portable(PortableAttention::D16),
-            (32, false) => Self::Portable(PortableAttention::D32),
-            (64, false) => Self::Portable(PortableAttention::D64),
-            (16, true) => Self::TensorCores(TensorCoreAttention::D16),
-            (32, true) => Self::TensorCores(TensorCoreAttention::D32),
-            (64, true) => Self::TensorCores(TensorCoreAttention::D64),
+    /// The kernel of `family` for a head depth, if one exists.
+    pub fn for_depth(depth: usize, family: AttentionFamily) -> Option<Self> {
+        use AttentionFamily::*;
+        Some(match (depth, family) {
+            (16, Portable) => Self::Portable(PortableAttention::D16),
+            (32, Portable) => Self::Portable(PortableAttention::D32),
+            (64, Portable) => Self::Portable(PortableAttention::D64),
+            (16, TensorCores) => Self::TensorCores(TensorCoreAttention::D16),
+            (32, TensorCores) => Self::TensorCores(TensorCoreAttention::D32),
+            (64, TensorCores) => Self::TensorCores(TensorCoreAttention::D64),
+            (16, MatrixCores) => Self::MatrixCores(MatrixAttention::D16),
+            (32, MatrixCores) => Self::MatrixCores(MatrixAttention::D32),
+            (64, MatrixCores) => Self::MatrixCores(MatrixAttention::D64),
             _ => return None,
         })
     }
 
-    /// The kernel's entry point in `hip/attention.hip`.
+    /// The kernel's entry point in `hip/`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Portable(kernel) => kernel.name(),
             Self::TensorCores(kernel) => kernel.name(),
+            Self::MatrixCores(kernel) => kernel.name(),
         }
     }
 
-    /// Whether this is the tensor-core kernel.
+    /// Whether this is the NVIDIA tensor-core kernel.
     pub fn uses_tensor_cores(self) -> bool {
         matches!(self, Self::TensorCores(_))
     }
 
-    /// The block size the kernel is written for.
-    pub fn threads(self) -> u32 {
-        if self.uses_tensor_cores() {
-            MMA_ATTENTION_THREADS
-        } else {
-            ATTENTION_THREADS
+    /// Whether the kernel adds the QKV bias itself (so the QKV GEMM may run without it).
+    pub fn adds_qkv_bias(self) -> bool {
+        !self.uses_tensor_cores()
+    }
+
+    /// The block size the kernel is written for on a GPU of `warp_size` lanes a wave.
+    pub fn threads(self, warp_size: usize) -> u32 {
+        match self {
+            Self::Portable(_) => ATTENTION_THREADS,
+            Self::TensorCores(_) => MMA_ATTENTION_THREADS,
+            Self::MatrixCores(_) => MATRIX_ATTENTION_WAVES * warp_size as u32,
         }
     }
 }
@@ -188,7 +251,7 @@ pub fn attention_launch(
     kernel: AttentionKernel,
     heads: usize,
     batch: usize,
-    multiprocessors: usize,
+    (multiprocessors, warp_size): (usize, usize),
 ) -> AttentionLaunch {
     let grouped = batch * heads.div_ceil(MMA_MAX_HEADS_PER_BLOCK) >= multiprocessors;
     let heads_per_block = match (kernel.uses_tensor_cores(), grouped) {
@@ -203,7 +266,7 @@ pub fn attention_launch(
                 batch as u32,
                 1,
             ],
-            block: [kernel.threads(), 1, 1],
+            block: [kernel.threads(warp_size), 1, 1],
             shared_bytes: 0,
         },
         heads_per_block: heads_per_block.map(|h| h as i32),
@@ -457,16 +520,23 @@ mod tests {
     }
 
     fn kernel(depth: usize, tensor_cores: bool) -> AttentionKernel {
-        AttentionKernel::for_depth(depth, tensor_cores).unwrap()
+        let family = if tensor_cores {
+            AttentionFamily::TensorCores
+        } else {
+            AttentionFamily::Portable
+        };
+        AttentionKernel::for_depth(depth, family).unwrap()
     }
 
     #[test]
     fn attention_kernels_exist_for_the_depths_the_source_has() {
+        use AttentionFamily::*;
         for depth in [16, 32, 64] {
-            for tensor_cores in [false, true] {
-                let name = kernel(depth, tensor_cores).name();
+            for family in [Portable, TensorCores, MatrixCores] {
+                let name = AttentionKernel::for_depth(depth, family).unwrap().name();
                 let listed = shared_kernel_names()
                     .chain(cuda_only_kernel_names())
+                    .chain(matrix_kernel_names())
                     .any(|k| k == name);
                 assert!(listed, "{name} is not a listed kernel");
                 assert!(
@@ -475,7 +545,46 @@ mod tests {
                 );
             }
         }
-        assert_eq!(AttentionKernel::for_depth(48, false), None);
+        assert_eq!(AttentionKernel::for_depth(48, Portable), None);
+    }
+
+    #[test]
+    fn matrix_forms_by_arch() {
+        assert_eq!(amd_matrix_form("gfx1100"), Some(MatrixForm::WmmaGfx11));
+        assert_eq!(amd_matrix_form("gfx1151"), Some(MatrixForm::WmmaGfx11));
+        assert_eq!(amd_matrix_form("gfx1201"), Some(MatrixForm::WmmaGfx12));
+        assert_eq!(
+            amd_matrix_form("gfx90a:sramecc+:xnack-"),
+            Some(MatrixForm::Mfma16)
+        );
+        assert_eq!(amd_matrix_form("gfx942"), Some(MatrixForm::Mfma16));
+        assert_eq!(amd_matrix_form("gfx950"), Some(MatrixForm::Mfma16));
+        for portable in [
+            "gfx1030", "gfx908", "gfx906", "gfx1010", "gfx1250", "emulated",
+        ] {
+            assert_eq!(amd_matrix_form(portable), None, "{portable}");
+        }
+        // The prelude names the same archs (as __gfxNNNN__ macros).
+        let prelude = include_str!("../../../hip/prelude.h");
+        for arch in [
+            "gfx1100", "gfx1103", "gfx1151", "gfx1153", "gfx1200", "gfx1201", "gfx90a",
+        ] {
+            assert!(prelude.contains(&format!("defined(__{arch}__)")), "{arch}");
+        }
+        for arch in ["gfx940", "gfx941", "gfx942", "gfx950"] {
+            assert!(prelude.contains(&format!("defined(__{arch}__)")), "{arch}");
+        }
+        assert_eq!(
+            [
+                MatrixForm::WmmaGfx11,
+                MatrixForm::WmmaGfx12,
+                MatrixForm::Mfma16
+            ]
+            .map(|f| f as i32),
+            [1, 2, 3]
+        );
+        assert!(source().contains("#define MATRIX_ATTENTION_THREADS (4 * WARP_SIZE)"));
+        assert_eq!(MATRIX_ATTENTION_WAVES, 4);
     }
 
     #[test]
@@ -485,23 +594,25 @@ mod tests {
             "#define MMA_ATTENTION_THREADS {MMA_ATTENTION_THREADS}\n"
         )));
         // T82 on an H200 (132 SMs): 4 heads per block from 22 positions (132 blocks), 1 below.
-        let big = attention_launch(kernel(32, true), 24, 22, 132);
+        let big = attention_launch(kernel(32, true), 24, 22, (132, 32));
         assert_eq!(
             (big.launch.grid, big.heads_per_block),
             ([6, 22, 1], Some(4))
         );
         assert_eq!(big.launch.block, [MMA_ATTENTION_THREADS, 1, 1]);
-        let small = attention_launch(kernel(32, true), 24, 21, 132);
+        let small = attention_launch(kernel(32, true), 24, 21, (132, 32));
         assert_eq!(
             (small.launch.grid, small.heads_per_block),
             ([24, 21, 1], Some(1))
         );
         // A head count that does not divide: the last block takes the rest.
         assert_eq!(
-            attention_launch(kernel(16, true), 6, 4096, 2).launch.grid,
+            attention_launch(kernel(16, true), 6, 4096, (2, 32))
+                .launch
+                .grid,
             [2, 4096, 1]
         );
-        let portable = attention_launch(kernel(32, false), 24, 1024, 132);
+        let portable = attention_launch(kernel(32, false), 24, 1024, (132, 32));
         assert_eq!(
             (portable.launch.grid, portable.heads_per_block),
             ([24, 1024, 1], None)
