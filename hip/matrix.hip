@@ -106,19 +106,27 @@ static __device__ __forceinline__ void matrix_attention_softmax(const float* s, 
                                                                 int q0, int lane) {
   constexpr int PARTS = WARP_SIZE / 16;
   const int row = q0 + lane / PARTS, part = lane % PARTS;
+  constexpr int COLS = 64 / PARTS;  // a lane's columns: part, part + PARTS, …
+  float x[COLS];
   float mx = -3.0e38f;
   #pragma unroll
-  for (int j = part; j < 64; j += PARTS) mx = fmaxf(mx, s[row * lds + j]);
+  for (int i = 0; i < COLS; ++i) {
+    x[i] = s[row * lds + part + i * PARTS];
+    mx = fmaxf(mx, x[i]);
+  }
   #pragma unroll
   for (int m = 1; m < PARTS; m *= 2) mx = fmaxf(mx, SHFL_XOR(mx, m));
   float sum = 0.f;
   #pragma unroll
-  for (int j = part; j < 64; j += PARTS) sum += exp2_approx(s[row * lds + j] - mx);
+  for (int i = 0; i < COLS; ++i) {
+    x[i] = exp2_approx(x[i] - mx);
+    sum += x[i];
+  }
   #pragma unroll
   for (int m = 1; m < PARTS; m *= 2) sum += SHFL_XOR(sum, m);
   const float inv = rcp_approx(sum);  // sum ≥ 1: the row's maximum contributes 2⁰
   #pragma unroll
-  for (int j = part; j < 64; j += PARTS) p[row * ldp + j] = (mx_half)(exp2_approx(s[row * lds + j] - mx) * inv);
+  for (int i = 0; i < COLS; ++i) p[row * ldp + part + i * PARTS] = (mx_half)(x[i] * inv);
 }
 
 // The attention of the portable kernel (same arguments, same result) on matrix cores: one block of
@@ -212,11 +220,21 @@ static __device__ __forceinline__ void matrix_check_run(const float* input, floa
     a[e] = (mx_half)mine[e];
     b[e] = (mx_half)mine[AB + e];
   }
+  #if defined(__clang_major__) && __clang_major__ < 16 && !defined(GPU_EMU)
+  // clang 15 (HIP 5.2) aborts on a WMMA whose C comes from memory ("Operand has incorrect
+  // register class"): there C goes in as zero and is added to D after the instruction.
+  #pragma unroll
+  for (int e = 0; e < CD; ++e) c[e] = 0.f;
+  const VCD d = op(a, b, c);
+  #pragma unroll
+  for (int e = 0; e < CD; ++e) output[lane * CD + e] = d[e] + mine[2 * AB + e];
+  #else
   #pragma unroll
   for (int e = 0; e < CD; ++e) c[e] = mine[2 * AB + e];
   const VCD d = op(a, b, c);
   #pragma unroll
   for (int e = 0; e < CD; ++e) output[lane * CD + e] = d[e];
+  #endif
 }
 
 KERNEL void matrix_instruction_check(const float* input, float* output, int form) {
