@@ -498,7 +498,9 @@ mod tests {
         }
         assert_eq!(
             kernels,
-            shared_kernel_names().count() + cuda_only_kernel_names().count()
+            shared_kernel_names().count()
+                + cuda_only_kernel_names().count()
+                + matrix_kernel_names().count()
         );
     }
 
