@@ -242,13 +242,18 @@ static __device__ __forceinline__ void copy16_async(__half* dst, const __half* s
 //   MATRIX_WMMA_GFX12 2: the same instruction as RDNA4 (gfx12xx) lays it out, wave32;
 //   MATRIX_MFMA_16     3: v_mfma_f32_16x16x16f16, CDNA2/3/4 (gfx90a, gfx94x, gfx950), wave64.
 // LC0RS_MATRIX_FORM is the form the attention uses; HAS_MATRIX_FORM_n says which forms exist
-// (the emulator has both WMMA forms at wave32, so that each can be tested). Other targets,
+// (the emulator has both WMMA forms at wave32, so that each can be tested; its attention takes
+// gfx11's unless built with LC0RS_EMU_GFX12). Other targets,
 // NVIDIA included, define none and compile no matrix kernel.
 #define MATRIX_WMMA_GFX11 1
 #define MATRIX_WMMA_GFX12 2
 #define MATRIX_MFMA_16 3
 #if defined(GPU_EMU)
-  #if WARP_SIZE == 32
+  #if WARP_SIZE == 32 && defined(LC0RS_EMU_GFX12)
+    #define LC0RS_MATRIX_FORM MATRIX_WMMA_GFX12
+    #define HAS_MATRIX_FORM_1 1
+    #define HAS_MATRIX_FORM_2 1
+  #elif WARP_SIZE == 32
     #define LC0RS_MATRIX_FORM MATRIX_WMMA_GFX11
     #define HAS_MATRIX_FORM_1 1
     #define HAS_MATRIX_FORM_2 1

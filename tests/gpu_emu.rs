@@ -83,6 +83,18 @@ fn matrix_attention_matches_f64() {
     });
 }
 
+/// The same in RDNA4's WMMA layout (a wave32 build emulating gfx1201: a library build of its own).
+#[test]
+fn matrix_attention_in_the_gfx12_layout_matches_f64() {
+    let Some(mut config) = BuildConfig::new(32).ok().filter(|_| emulated(32).is_some()) else {
+        return;
+    };
+    config.gfx12 = true;
+    let device = EmuDevice::new(&config, LtRelease::Rocm7).unwrap();
+    assert!(device.info().arch.starts_with("gfx1201"));
+    kernels::check_attention(&device, AttentionFamily::MatrixCores);
+}
+
 #[test]
 fn attnbench_implementations_match_f64() {
     at_each_wave(|device| kernels::check_attnbench_implementations(device, false));

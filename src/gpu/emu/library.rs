@@ -40,6 +40,9 @@ pub struct BuildConfig {
     pub hip_cpu: PathBuf,
     /// The control build whose shuffles return the lane's own value (must fail the tests).
     pub broken_shuffle: bool,
+    /// A wave32 build whose matrix-core kernels take RDNA4's (gfx12) WMMA layout instead of
+    /// RDNA3's (gfx11), so that both layouts of the attention run.
+    pub gfx12: bool,
 }
 
 impl BuildConfig {
@@ -54,6 +57,7 @@ impl BuildConfig {
             wave,
             hip_cpu: hip_cpu_dir(),
             broken_shuffle: false,
+            gfx12: false,
         })
     }
 }
@@ -233,6 +237,9 @@ fn compile(config: &BuildConfig, include: &Path, cpp: &Path, out: &Path) -> GpuR
     if config.broken_shuffle {
         command.arg("-DLC0RS_BROKEN_SHUFFLE=1");
     }
+    if config.gfx12 {
+        command.arg("-DLC0RS_EMU_GFX12=1");
+    }
     command.arg(cpp).arg("-o").arg(out).arg("-ltbb");
     let output = command.output().map_err(|e| GpuError::LibraryMissing {
         library: "g++ (the hip-emu kernel compiler)",
@@ -372,6 +379,7 @@ mod tests {
             wave: 64,
             hip_cpu: PathBuf::from("/nonexistent/HIP-CPU"),
             broken_shuffle: false,
+            gfx12: false,
         };
         let e = include_dir(&config).unwrap_err().to_string();
         assert!(

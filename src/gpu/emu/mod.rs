@@ -89,7 +89,7 @@ impl EmuDevice {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
         let info = DeviceInfo {
             name: format!("hip-emu (HIP-CPU, wave{})", config.wave),
-            arch: emulated_arch(config.wave).to_owned(),
+            arch: emulated_arch(config).to_owned(),
             memory_bytes: host_memory_bytes(),
             multiprocessors: threads,
             warp_size: config.wave,
@@ -143,12 +143,12 @@ impl EmuDevice {
 }
 
 /// The arch a build emulates, which decides the matrix-core kernels' form as on a GPU: wave32
-/// as RDNA3 (gfx1100, WMMA), wave64 as CDNA3 (gfx942, MFMA).
-pub fn emulated_arch(wave: u32) -> &'static str {
-    if wave == 32 {
-        "gfx1100 (emulated, wave32, WMMA)"
-    } else {
-        "gfx942 (emulated, wave64, MFMA)"
+/// as RDNA3 (gfx1100, WMMA) or, where asked, RDNA4 (gfx1201), wave64 as CDNA3 (gfx942, MFMA).
+pub fn emulated_arch(config: &BuildConfig) -> &'static str {
+    match (config.wave, config.gfx12) {
+        (32, false) => "gfx1100 (emulated, wave32, WMMA)",
+        (32, true) => "gfx1201 (emulated, wave32, WMMA)",
+        _ => "gfx942 (emulated, wave64, MFMA)",
     }
 }
 
