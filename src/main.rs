@@ -152,7 +152,7 @@ enum Command {
         #[arg(long)]
         code_object: Option<std::path::PathBuf>,
     },
-    /// Time the attention implementations (naive, unfused, portable, mma) at lc0's shapes, each
+    /// Time the attention implementations (naive, unfused, portable, mma, matrix) at lc0's shapes, each
     /// checked against an f64 reference first; CSV.
     Attnbench {
         /// GPU backend: cuda-fp16, rocm-fp16 or hip-emu.
