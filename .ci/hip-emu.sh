@@ -1,7 +1,8 @@
 # CI for the emulated AMD GPU (backend hip-emu), sourced by .ci/run before `cargo test`: installs
 # what the emulator needs (g++, TBB), checks that HIP-CPU is where lc0rs looks for it (beside the
 # checkout, or $LC0RS_HIP_CPU), makes the emulator's tests in `cargo test` required, and runs
-# `lc0rs selftest -b hip-emu` at both wave sizes on the bundled nets and the tiny-se tower.
+# `lc0rs selftest -b hip-emu` at both wave sizes on the bundled nets (the attention on emulated
+# matrix cores) and the tiny-se tower.
 
 echo "== hip-emu: the rocm-fp16 executor on an emulated AMD GPU (HIP-CPU)"
 have_tbb() { [ -f /usr/include/oneapi/tbb.h ] || [ -f /usr/include/tbb/tbb.h ]; }
@@ -19,10 +20,12 @@ export LC0RS_HIP_CPU="$hip_cpu"
 export LC0RS_REQUIRE_HIP_EMU=1
 cargo build --quiet
 target/debug/lc0rs devices | sed -n '/^hip-emu/,/^CUDA/p'
+# The attention on emulated matrix cores: wave64 builds emulate gfx942 (MFMA), wave32 gfx1100
+# (WMMA); the portable attention runs in `cargo test` (gpu_emu, attention=portable).
 for wave in 64 32; do
   for net in bundled:tiny bundled:tiny-dense; do
-    echo "-- selftest -b hip-emu -o wave=$wave -w $net"
-    target/debug/lc0rs selftest -b hip-emu -o "wave=$wave" -w "$net" --positions 16 --batch 1,7,16
+    echo "-- selftest -b hip-emu -o wave=$wave,attention=matrix -w $net"
+    target/debug/lc0rs selftest -b hip-emu -o "wave=$wave,attention=matrix" -w "$net" --positions 16 --batch 1,7,16
   done
 done
 # A residual tower (SE blocks, convolution policy, WDL, moves left), generated into the cache.

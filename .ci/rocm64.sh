@@ -105,7 +105,12 @@ expect "hipBLASLt 1.x" "hipBLASLt libhipblaslt\.so\.1 "
 expect "the missing GPU" "no GPUs: the HIP runtime reports none"
 
 for arch in gfx90a gfx942 gfx950 gfx1030 gfx1100 gfx1151 gfx1201; do
-  run_sid target/debug/lc0rs compile-kernels --vendor hip --arch "$arch"
+  run_sid target/debug/lc0rs compile-kernels --vendor hip --arch "$arch" --code-object "$work/$arch.co"
+done
+# The matrix-core kernels in hipRTC 6.4's code objects: WMMA/MFMA instructions, no scratch, and
+# their registers, LDS and waves per SIMD (docs/validation.md).
+for arch in gfx90a gfx942 gfx950 gfx1100 gfx1151 gfx1201; do
+  .ci/matrix-isa.sh --code-object "$work/$arch.co" "$arch"
 done
 
 # An arch comgr does not know: a clear error with close names, not an abort inside hipRTC; under

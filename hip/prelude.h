@@ -234,3 +234,61 @@ static __device__ __forceinline__ void copy16_async(__half* dst, const __half* s
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
 }
 #endif
+
+// AMD matrix cores: which 16×16×16 fp16 instruction (fp32 accumulation) the AMD kernels of
+// hip/matrix.hip are built on, by target. Forms (their register layouts: hip/matrix.hip and
+// docs/gpu-apis.md §2.6):
+//   MATRIX_WMMA_GFX11 1: v_wmma_f32_16x16x16_f16, RDNA3/3.5 (gfx11xx), wave32;
+//   MATRIX_WMMA_GFX12 2: the same instruction as RDNA4 (gfx12xx) lays it out, wave32;
+//   MATRIX_MFMA_16     3: v_mfma_f32_16x16x16f16, CDNA2/3/4 (gfx90a, gfx94x, gfx950), wave64.
+// LC0RS_MATRIX_FORM is the form the attention uses; HAS_MATRIX_FORM_n says which forms exist
+// (the emulator has both WMMA forms at wave32, so that each can be tested; its attention takes
+// gfx11's unless built with LC0RS_EMU_GFX12). Other targets,
+// NVIDIA included, define none and compile no matrix kernel.
+#define MATRIX_WMMA_GFX11 1
+#define MATRIX_WMMA_GFX12 2
+#define MATRIX_MFMA_16 3
+#if defined(GPU_EMU)
+  #if WARP_SIZE == 32 && defined(LC0RS_EMU_GFX12)
+    #define LC0RS_MATRIX_FORM MATRIX_WMMA_GFX12
+    #define HAS_MATRIX_FORM_1 1
+    #define HAS_MATRIX_FORM_2 1
+  #elif WARP_SIZE == 32
+    #define LC0RS_MATRIX_FORM MATRIX_WMMA_GFX11
+    #define HAS_MATRIX_FORM_1 1
+    #define HAS_MATRIX_FORM_2 1
+  #else
+    #define LC0RS_MATRIX_FORM MATRIX_MFMA_16
+    #define HAS_MATRIX_FORM_3 1
+  #endif
+#elif defined(GPU_HIP) && (defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || \
+    defined(__gfx1103__) || defined(__gfx1150__) || defined(__gfx1151__) || defined(__gfx1152__) || \
+    defined(__gfx1153__))
+  #define LC0RS_MATRIX_FORM MATRIX_WMMA_GFX11
+  #define HAS_MATRIX_FORM_1 1
+#elif defined(GPU_HIP) && (defined(__gfx1200__) || defined(__gfx1201__))
+  #define LC0RS_MATRIX_FORM MATRIX_WMMA_GFX12
+  #define HAS_MATRIX_FORM_2 1
+#elif defined(GPU_HIP) && (defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || \
+    defined(__gfx942__) || defined(__gfx950__))
+  #define LC0RS_MATRIX_FORM MATRIX_MFMA_16
+  #define HAS_MATRIX_FORM_3 1
+#endif
+#if defined(LC0RS_MATRIX_FORM)
+  // The instructions' register types: clang's vectors on the GPU, GCC's in the emulator (which
+  // defines the builtins themselves, src/gpu/emu/matrix.h).
+  typedef _Float16 mx_half;
+  #if defined(GPU_EMU)
+    typedef _Float16 mx_half16 __attribute__((vector_size(32)));
+    typedef _Float16 mx_half8 __attribute__((vector_size(16)));
+    typedef _Float16 mx_half4 __attribute__((vector_size(8)));
+    typedef float mx_float8 __attribute__((vector_size(32)));
+    typedef float mx_float4 __attribute__((vector_size(16)));
+  #else
+    typedef _Float16 mx_half16 __attribute__((ext_vector_type(16)));
+    typedef _Float16 mx_half8 __attribute__((ext_vector_type(8)));
+    typedef _Float16 mx_half4 __attribute__((ext_vector_type(4)));
+    typedef float mx_float8 __attribute__((ext_vector_type(8)));
+    typedef float mx_float4 __attribute__((ext_vector_type(4)));
+  #endif
+#endif

@@ -148,12 +148,15 @@ enum Command {
         /// Target architecture, e.g. sm_80, sm_90 (cuda) or gfx90a, gfx1030, gfx1100 (hip).
         #[arg(long, required_unless_present = "list_files")]
         arch: Option<String>,
+        /// Also write hipRTC's code object here (hip only), e.g. for a disassembler.
+        #[arg(long)]
+        code_object: Option<std::path::PathBuf>,
         /// Print the kernel files instead, in the order they form one source after
         /// hip/prelude.h (what CI's hipcc check compiles), and compile nothing.
-        #[arg(long, conflicts_with_all = ["vendor", "arch"])]
+        #[arg(long, conflicts_with_all = ["vendor", "arch", "code_object"])]
         list_files: bool,
     },
-    /// Time the attention implementations (naive, unfused, portable, mma) at lc0's shapes, each
+    /// Time the attention implementations (naive, unfused, portable, mma, matrix) at lc0's shapes, each
     /// checked against an f64 reference first; CSV.
     Attnbench {
         /// GPU backend: cuda-fp16, rocm-fp16 or hip-emu.
@@ -349,6 +352,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::CompileKernels {
             vendor,
             arch,
+            code_object,
             list_files,
         } => {
             if list_files {
@@ -357,7 +361,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             let vendor = match vendor.as_deref() {
                 Some("cuda") => Vendor::Cuda,
-                Some("hip") => Vendor::Hip,
+                Some("hip") => Vendor::Hip(code_object),
                 other => anyhow::bail!("unknown vendor {other:?}"),
             };
             commands::compile_kernels(vendor, arch.as_deref().unwrap_or_default())?

@@ -14,6 +14,7 @@ use common::{conv_kernels, kernels};
 use lc0rs::backend::create_backend;
 use lc0rs::backend::oracle::{encode_all, random_histories};
 use lc0rs::gpu::cuda::CudaDevice;
+use lc0rs::gpu::kernels::AttentionFamily;
 use lc0rs::weights::format::Activation;
 
 fn device() -> CudaDevice {
@@ -24,8 +25,8 @@ fn device() -> CudaDevice {
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn attention_kernel_matches_cpu() {
     let device = device();
-    for tensor_cores in [false, true] {
-        kernels::check_attention(&device, tensor_cores);
+    for family in [AttentionFamily::Portable, AttentionFamily::TensorCores] {
+        kernels::check_attention(&device, family);
     }
 }
 

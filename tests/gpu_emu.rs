@@ -13,10 +13,11 @@ use common::gpu::{
     check_first_passes_right_after_creation,
 };
 use common::tower::gpu_test_towers;
-use common::{conv_kernels, kernels};
+use common::{conv_kernels, kernels, matrix};
 use lc0rs::gpu::GpuDevice;
 use lc0rs::gpu::emu::library::BuildConfig;
 use lc0rs::gpu::emu::{EmuDevice, LtRelease};
+use lc0rs::gpu::kernels::AttentionFamily;
 use lc0rs::weights::format::Activation;
 
 const WAVES: [u32; 2] = [64, 32];
@@ -51,7 +52,47 @@ fn at_each_wave(check: impl Fn(&dyn GpuDevice)) {
 
 #[test]
 fn attention_kernels_match_f64() {
-    at_each_wave(|device| kernels::check_attention(device, false));
+    at_each_wave(|device| kernels::check_attention(device, AttentionFamily::Portable));
+}
+
+/// Every emulated matrix instruction against a plain product (wave32: both WMMA forms; wave64:
+/// MFMA), and a WMMA whose wave halves disagree is not taken for a product.
+#[test]
+fn matrix_instructions_match_a_plain_product() {
+    let forms: [(u32, &[&matrix::Layout]); 2] = [
+        (32, &[&matrix::WMMA_GFX11, &matrix::WMMA_GFX12]),
+        (64, &[&matrix::MFMA_16]),
+    ];
+    for (wave, layouts) in forms {
+        let Some(device) = emulated(wave) else { return };
+        for layout in layouts {
+            matrix::check_instruction(&device, layout);
+        }
+        if wave == 32 {
+            matrix::check_wmma_gfx11_halves(&device);
+        }
+    }
+}
+
+/// The matrix-core attention (WMMA at wave32, MFMA at wave64) against f64, outputs poisoned.
+#[test]
+fn matrix_attention_matches_f64() {
+    at_each_wave(|device| {
+        assert!(device.has_kernel("attention_matrix_d32"));
+        kernels::check_attention(device, AttentionFamily::MatrixCores);
+    });
+}
+
+/// The same in RDNA4's WMMA layout (a wave32 build emulating gfx1201: a library build of its own).
+#[test]
+fn matrix_attention_in_the_gfx12_layout_matches_f64() {
+    let Some(mut config) = BuildConfig::new(32).ok().filter(|_| emulated(32).is_some()) else {
+        return;
+    };
+    config.gfx12 = true;
+    let device = EmuDevice::new(&config, LtRelease::Rocm7).unwrap();
+    assert!(device.info().arch.starts_with("gfx1201"));
+    kernels::check_attention(&device, AttentionFamily::MatrixCores);
 }
 
 #[test]
@@ -148,7 +189,8 @@ fn maia_matches_cpu() {
 }
 
 /// The whole executor on the bundled nets, both GEMM paths, with and without graphs, at both
-/// wave sizes: 15 positions at batch 1 (the `dense_rows` path) and 7 (GEMMs), each twice (eager,
+/// wave sizes, with the matrix-core attention (the default: MFMA at wave64, WMMA at wave32) and
+/// the portable one: 15 positions at batch 1 (the `dense_rows` path) and 7 (GEMMs), each twice (eager,
 /// then the recorded graph).
 #[test]
 fn backend_matches_cpu_on_bundled_nets() {
@@ -160,7 +202,13 @@ fn backend_matches_cpu_on_bundled_nets() {
             "hip-emu",
             net,
             &bundled(net),
-            &["", "wave=32", "wave=32,gemm=blas,graph=false"],
+            &[
+                "",
+                "wave=32",
+                "wave=32,gemm=blas,graph=false",
+                "attention=portable",
+                "wave=32,attention=portable",
+            ],
             15,
             &[1, 7],
         );
@@ -256,7 +304,9 @@ fn a_broken_shuffle_fails_the_kernel_checks() {
     config.broken_shuffle = true;
     let device = EmuDevice::new(&config, LtRelease::Rocm7).unwrap();
     let checks: [(&str, &KernelCheck); 5] = [
-        ("attention", &|d| kernels::check_attention(d, false)),
+        ("attention", &|d| {
+            kernels::check_attention(d, AttentionFamily::Portable)
+        }),
         ("layer_norm", &kernels::check_layer_norm),
         ("warp_layer_norm", &kernels::check_warp_layer_norm),
         ("dense_rows", &kernels::check_dense_rows),

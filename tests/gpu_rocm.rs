@@ -81,3 +81,31 @@ fn rocm_towers_match_cpu() {
         check_backend_against_cpu("rocm-fp16", label, &model, &["", "gemm=blas"]);
     }
 }
+
+/// The GPU's matrix instruction against a plain product (registers laid out by the documented
+/// layout, as on `hip-emu`), and the matrix-core and portable attention kernels against f64,
+/// where the arch has a matrix form; the portable attention alone elsewhere.
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (run with --ignored on one)"]
+fn rocm_matrix_instruction_and_attention_kernels_match_f64() {
+    use common::{kernels, matrix};
+    use lc0rs::gpu::GpuDevice;
+    use lc0rs::gpu::kernels::{AttentionFamily, MatrixForm, amd_matrix_form};
+    let device = lc0rs::gpu::hip::device::HipDevice::new(0, true)
+        .unwrap_or_else(|e| panic!("no usable AMD GPU: {e}"));
+    kernels::check_attention(&device, AttentionFamily::Portable);
+    let Some(form) = amd_matrix_form(&device.info().arch) else {
+        eprintln!(
+            "{}: no matrix form; the portable attention only",
+            device.info().arch
+        );
+        return;
+    };
+    let layout = match form {
+        MatrixForm::WmmaGfx11 => &matrix::WMMA_GFX11,
+        MatrixForm::WmmaGfx12 => &matrix::WMMA_GFX12,
+        MatrixForm::Mfma16 => &matrix::MFMA_16,
+    };
+    matrix::check_instruction(&device, layout);
+    kernels::check_attention(&device, AttentionFamily::MatrixCores);
+}

@@ -31,30 +31,42 @@ pub fn list_kernel_files() {
 }
 
 /// The vendors whose run-time compiler `compile-kernels` drives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Vendor {
     Cuda,
-    Hip,
+    /// hipRTC, and where to write its code object, if anywhere.
+    Hip(Option<std::path::PathBuf>),
 }
 
 /// Compiles every kernel for `arch` with the vendor's run-time compiler, prints one line per
 /// kernel and fails if one is missing from the result.
 pub fn compile_kernels(vendor: Vendor, arch: &str) -> Result<(), CommandError> {
     match vendor {
-        Vendor::Hip => compile_hip(arch),
+        Vendor::Hip(code_object) => compile_hip(arch, code_object.as_deref()),
         Vendor::Cuda => compile_cuda(arch),
     }
 }
 
-fn compile_hip(arch: &str) -> Result<(), CommandError> {
+fn compile_hip(arch: &str, code_object: Option<&std::path::Path>) -> Result<(), CommandError> {
     let started = Instant::now();
     let code = hip::compile_kernels(arch)?;
-    for name in kernels::shared_kernel_names() {
+    // The matrix-core kernels where the arch has a form (the compile checked they are there).
+    let matrix = kernels::amd_matrix_form(arch).is_some();
+    let names: Vec<_> = kernels::shared_kernel_names()
+        .chain(kernels::matrix_kernel_names().filter(|_| matrix))
+        .collect();
+    for name in &names {
         println!("{name}: compiled");
+    }
+    if let Some(path) = code_object {
+        std::fs::write(path, &code).map_err(|source| CommandError::Write {
+            path: path.to_owned(),
+            source,
+        })?;
     }
     eprintln!(
         "compiled {} kernels for {arch} with hipRTC in {:.2} s ({} byte code object)",
-        kernels::shared_kernel_names().count(),
+        names.len(),
         started.elapsed().as_secs_f64(),
         code.len()
     );

@@ -12,7 +12,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::gpu::kernels::launchers::{self, NaiveAttention};
-use crate::gpu::kernels::{AttentionKernel, attention_launch};
+use crate::gpu::kernels::{AttentionFamily, AttentionKernel, attention_launch};
 use crate::gpu::{BatchedProduct, GpuBuffer, GpuDevice, GpuError, Launch};
 use crate::profile::Peak;
 
@@ -23,14 +23,16 @@ pub enum AttentionImpl {
     Unfused,
     Portable,
     TensorCores,
+    MatrixCores,
 }
 
 impl AttentionImpl {
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::Naive,
         Self::Unfused,
         Self::Portable,
         Self::TensorCores,
+        Self::MatrixCores,
     ];
 
     pub fn name(self) -> &'static str {
@@ -39,6 +41,7 @@ impl AttentionImpl {
             Self::Unfused => "unfused",
             Self::Portable => "portable",
             Self::TensorCores => "mma",
+            Self::MatrixCores => "matrix",
         }
     }
 
@@ -277,9 +280,8 @@ fn check_available(
         case: *case,
         reason,
     };
-    let tensor_cores = implementation == AttentionImpl::TensorCores;
     // Every implementation is measured at the depths the fused kernels have (16, 32, 64).
-    let Some(fused) = AttentionKernel::for_depth(case.depth, tensor_cores) else {
+    let Some(fused) = AttentionKernel::for_depth(case.depth, family(implementation)) else {
         return Err(unavailable(format!(
             "head depth {} (the kernels have 16, 32 and 64)",
             case.depth
@@ -288,7 +290,9 @@ fn check_available(
     let kernel = match implementation {
         AttentionImpl::Naive => naive_member(case.depth).name(),
         AttentionImpl::Unfused => "softmax_rows64",
-        AttentionImpl::Portable | AttentionImpl::TensorCores => fused.name(),
+        AttentionImpl::Portable | AttentionImpl::TensorCores | AttentionImpl::MatrixCores => {
+            fused.name()
+        }
     };
     if !device.has_kernel(kernel) {
         return Err(unavailable(format!("no {kernel} kernel")));
@@ -320,16 +324,12 @@ fn run(
             heads,
         ),
         AttentionImpl::Unfused => unfused(device, case, b),
-        AttentionImpl::Portable | AttentionImpl::TensorCores => {
-            let tensor_cores = implementation == AttentionImpl::TensorCores;
-            let kernel = AttentionKernel::for_depth(case.depth, tensor_cores)
+        AttentionImpl::Portable | AttentionImpl::TensorCores | AttentionImpl::MatrixCores => {
+            let kernel = AttentionKernel::for_depth(case.depth, family(implementation))
                 .expect("checked by check_available");
-            let how = attention_launch(
-                kernel,
-                case.heads,
-                case.batch,
-                device.info().multiprocessors as usize,
-            );
+            let info = device.info();
+            let shape = (info.multiprocessors as usize, info.warp_size as usize);
+            let how = attention_launch(kernel, case.heads, case.batch, shape);
             match kernel {
                 AttentionKernel::Portable(k) => launchers::attention(
                     device,
@@ -351,8 +351,28 @@ fn run(
                     heads,
                     how.heads_per_block.unwrap_or(1),
                 ),
+                AttentionKernel::MatrixCores(k) => launchers::attention_matrix(
+                    device,
+                    k,
+                    how.launch,
+                    b.qkv_gpu.ptr(),
+                    None,
+                    bias,
+                    b.ctx.ptr(),
+                    heads,
+                ),
             }
         }
+    }
+}
+
+/// The fused kernel family an implementation runs (the naive and unfused ones are measured at
+/// the portable kernel's depths).
+fn family(implementation: AttentionImpl) -> AttentionFamily {
+    match implementation {
+        AttentionImpl::TensorCores => AttentionFamily::TensorCores,
+        AttentionImpl::MatrixCores => AttentionFamily::MatrixCores,
+        _ => AttentionFamily::Portable,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use half::f16;
 use lc0rs::gpu::kernels::launchers;
-use lc0rs::gpu::kernels::{AttentionKernel, activation_code};
+use lc0rs::gpu::kernels::{AttentionFamily, AttentionKernel, activation_code};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
@@ -52,10 +52,10 @@ pub fn poisoned(device: &dyn GpuDevice, n: usize) -> GpuBuffer {
     b
 }
 
-/// Both attention kernels (portable, tensor-core) against an f64 reference. The portable one
-/// adds the QKV bias itself (the GEMM before it has none on the BLAS path): given at every depth
-/// (cases 1-3), left out in two depth-32 cases.
-pub fn check_attention(device: &dyn GpuDevice, tensor_cores: bool) {
+/// The attention kernels (portable, NVIDIA tensor-core, AMD matrix-core) against an f64
+/// reference. The portable and matrix-core ones add the QKV bias themselves (the GEMM before them
+/// has none on the BLAS path): given at every depth (cases 1-3), left out in two depth-32 cases.
+pub fn check_attention(device: &dyn GpuDevice, family: AttentionFamily) {
     for (case, &(batch, heads, depth, with_bias)) in [
         (1, 2, 32, true),
         (3, 24, 32, true),
@@ -70,16 +70,21 @@ pub fn check_attention(device: &dyn GpuDevice, tensor_cores: bool) {
         let rows = batch * 64;
         let qkv = random_f16(rows * 3 * d_model, case as u64 + 1, 2.0);
         let bias = random_f16(batch * heads * 4096, case as u64 + 100, 3.0);
-        let qkv_bias = (!tensor_cores && (1..=3).contains(&case))
+        let adds_bias = AttentionKernel::for_depth(depth, family)
+            .unwrap()
+            .adds_qkv_bias();
+        let qkv_bias = (adds_bias && (1..=3).contains(&case))
             .then(|| random_f16(3 * d_model, case as u64 + 200, 1.0));
         let qkv_gpu = upload(device, &qkv);
         let qkv_bias_gpu = qkv_bias.as_deref().map(|v| upload(device, v));
         let bias_gpu = upload(device, &bias);
-        // One head per block, and several (tensor-core kernels) where the "GPU" has 1 SM.
-        for multiprocessors in [1_000_000, 1] {
+        // One head per block, and several (tensor-core kernels) where the "GPU" has 1 SM; the
+        // other kernels take one head per block either way.
+        let grouped = family == AttentionFamily::TensorCores;
+        for multiprocessors in [1_000_000, 1].into_iter().take(if grouped { 2 } else { 1 }) {
             check_attention_launch(
                 device,
-                (depth, tensor_cores, multiprocessors),
+                (depth, family, multiprocessors),
                 (batch, heads),
                 (&qkv, qkv_bias.as_deref(), &bias, with_bias),
                 (&qkv_gpu, qkv_bias_gpu.as_ref(), &bias_gpu),
@@ -92,7 +97,7 @@ pub fn check_attention(device: &dyn GpuDevice, tensor_cores: bool) {
 /// One launch of an attention kernel against the f64 reference.
 fn check_attention_launch(
     device: &dyn GpuDevice,
-    (depth, tensor_cores, multiprocessors): (usize, bool, usize),
+    (depth, family, multiprocessors): (usize, AttentionFamily, usize),
     (batch, heads): (usize, usize),
     (qkv, qkv_bias, bias, with_bias): (&[f32], Option<&[f32]>, &[f32], bool),
     (qkv_gpu, qkv_bias_gpu, bias_gpu): (&GpuBuffer, Option<&GpuBuffer>, &GpuBuffer),
@@ -100,8 +105,9 @@ fn check_attention_launch(
 ) {
     let d_model = heads * depth;
     let rows = batch * 64;
-    let kernel = AttentionKernel::for_depth(depth, tensor_cores).unwrap();
-    let how = lc0rs::gpu::kernels::attention_launch(kernel, heads, batch, multiprocessors);
+    let kernel = AttentionKernel::for_depth(depth, family).unwrap();
+    let shape = (multiprocessors, device.info().warp_size as usize);
+    let how = lc0rs::gpu::kernels::attention_launch(kernel, heads, batch, shape);
     let ctx = poisoned(device, rows * d_model);
     let bias_arg = with_bias.then(|| bias_gpu.ptr());
     let (qkv_arg, heads_arg) = (qkv_gpu.ptr(), heads as i32);
@@ -125,6 +131,16 @@ fn check_attention_launch(
             ctx.ptr(),
             heads_arg,
             how.heads_per_block.unwrap(),
+        ),
+        AttentionKernel::MatrixCores(k) => launchers::attention_matrix(
+            device,
+            k,
+            how.launch,
+            qkv_arg,
+            qkv_bias_gpu.map(GpuBuffer::ptr),
+            bias_arg,
+            ctx.ptr(),
+            heads_arg,
         ),
     }
     .unwrap();
@@ -174,13 +190,19 @@ fn check_attention_launch(
 }
 
 /// Every implementation `attnbench` times (the naive kernel, the unfused GEMM–softmax–GEMM path,
-/// the portable kernel and, with `tensor_cores`, the mma kernel) at each head depth, with and
+/// the portable kernel, with `tensor_cores` the mma kernel, and where the device has it the AMD
+/// matrix-core kernel) at each head depth, with and
 /// without the smolgen bias: `measure` compares each poisoned-then-written output with its f64
 /// reference and fails beyond the implementation's tolerance.
 pub fn check_attnbench_implementations(device: &dyn GpuDevice, tensor_cores: bool) {
     use lc0rs::gpu::attention_bench::{AttentionImpl, Case, measure};
     for implementation in AttentionImpl::ALL {
         if implementation == AttentionImpl::TensorCores && !tensor_cores {
+            continue;
+        }
+        if implementation == AttentionImpl::MatrixCores
+            && !device.has_kernel("attention_matrix_d16")
+        {
             continue;
         }
         for depth in [16, 32, 64] {

@@ -4,6 +4,7 @@
 pub mod conv_kernels;
 pub mod gpu;
 pub mod kernels;
+pub mod matrix;
 pub mod naive_tower;
 pub mod planes;
 pub mod prereq;

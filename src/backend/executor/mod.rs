@@ -132,15 +132,14 @@ impl GpuOptions {
                 programmatic_max_batch: options
                     .get::<usize>(backend, "pdl")?
                     .unwrap_or(DEFAULT_PDL_MAX_BATCH),
-                tensor_core_attention: match options.get::<String>(backend, "attention")?.as_deref()
-                {
-                    None | Some("mma") => true,
+                matrix_attention: match options.get::<String>(backend, "attention")?.as_deref() {
+                    None | Some("matrix" | "mma") => true,
                     Some("portable") => false,
                     Some(other) => {
                         return Err(bad(
                             "attention",
                             other.to_owned(),
-                            "expected mma or portable",
+                            "expected matrix (or mma) or portable",
                         ));
                     }
                 },

@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use crate::gpu::kernels::launchers::{DenseMma, LayerNormWarp, NormDense};
 use crate::gpu::kernels::{
-    AttentionKernel, AttentionLaunch, DENSE_ROWS_MAX, attention_launch, cuda_only_kernel_names,
-    dense_mma_launch, dense_rows_splits, layer_norm_warp_kernel, norm_dense_launch,
-    shared_kernel_names,
+    AttentionFamily, AttentionKernel, AttentionLaunch, DENSE_ROWS_MAX, attention_launch,
+    cuda_only_kernel_names, dense_mma_launch, dense_rows_splits, layer_norm_warp_kernel,
+    matrix_kernel_names, norm_dense_launch, shared_kernel_names,
 };
 use crate::gpu::{GpuDevice, Launch};
 use crate::weights::format::Activation;
@@ -49,9 +49,11 @@ const WIDE_ROW_THREADS: u32 = 1024;
 /// The options that bound a plan's choices (`attention=`, `norm_dense=`, `dense_mma=`, `pdl=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlanOptions {
-    /// Use the tensor-core attention where the device has it (`attention=mma`, the default)
-    /// or the portable kernel (`attention=portable`).
-    pub tensor_core_attention: bool,
+    /// Use the attention on the device's matrix units where it has such a kernel (NVIDIA tensor
+    /// cores from sm_80, AMD matrix cores on gfx11, gfx12, gfx90a, gfx94x, gfx950:
+    /// `attention=matrix`, also spelled `mma`, the default) or the portable kernel
+    /// (`attention=portable`).
+    pub matrix_attention: bool,
     /// The largest batch whose attention-body layers run a LayerNorm and the dense layer after
     /// it as one kernel where the device has it (`norm_dense=N`, 0: never; default
     /// [`DEFAULT_NORM_DENSE_MAX_BATCH`]).
@@ -70,7 +72,7 @@ pub struct PlanOptions {
 impl Default for PlanOptions {
     fn default() -> Self {
         Self {
-            tensor_core_attention: true,
+            matrix_attention: true,
             norm_dense_max_batch: DEFAULT_NORM_DENSE_MAX_BATCH,
             dense_mma_max_batch: DEFAULT_DENSE_MMA_MAX_BATCH,
             programmatic_max_batch: DEFAULT_PDL_MAX_BATCH,
@@ -85,7 +87,8 @@ pub struct Capabilities {
     pub multiprocessors: usize,
     /// Whether kernels may launch with programmatic dependent launch (NVIDIA sm_90+).
     pub programmatic_launch: bool,
-    /// The kernel entry points the device has (the NVIDIA-only ones only on CUDA from sm_80).
+    /// The kernel entry points the device has (the NVIDIA-only ones only on CUDA from sm_80, the
+    /// AMD matrix-core ones only on the archs that have such cores, and the emulator).
     kernels: BTreeSet<&'static str>,
 }
 
@@ -109,6 +112,7 @@ impl Capabilities {
         let info = device.info();
         let kernels = shared_kernel_names()
             .chain(cuda_only_kernel_names())
+            .chain(matrix_kernel_names())
             .filter(|name| device.has_kernel(name));
         Self::new(
             info.warp_size as usize,
@@ -172,7 +176,7 @@ pub struct PassPlan {
     dense_mma: bool,
     /// Whether a LayerNorm may run fused with the dense layer after it.
     norm_dense: bool,
-    tensor_core_attention: bool,
+    matrix_attention: bool,
     device: Arc<Capabilities>,
 }
 
@@ -184,7 +188,7 @@ impl PassPlan {
                 && device.programmatic_launch,
             dense_mma: batch <= options.dense_mma_max_batch,
             norm_dense: batch <= options.norm_dense_max_batch,
-            tensor_core_attention: options.tensor_core_attention,
+            matrix_attention: options.matrix_attention,
             device,
         }
     }
@@ -264,18 +268,23 @@ impl PassPlan {
         (launch.grid[0] * launch.grid[1]) as usize <= self.device.multiprocessors
     }
 
-    /// The attention kernel for heads of `depth` (the tensor-core one where asked for and the
-    /// device has it, else the portable one) and its launch for `heads` heads; `None` for a
+    /// The attention kernel for heads of `depth` and its launch for `heads` heads: where asked
+    /// for, the one on the device's matrix units (NVIDIA's tensor-core kernel, else AMD's
+    /// matrix-core kernel, whichever the device compiled), else the portable one; `None` for a
     /// depth no kernel takes.
     pub fn attention(
         &self,
         depth: usize,
         heads: usize,
     ) -> Option<(AttentionKernel, AttentionLaunch)> {
-        let fast = AttentionKernel::for_depth(depth, true)
-            .filter(|k| self.tensor_core_attention && self.device.has(k.name()));
-        let kernel = fast.or_else(|| AttentionKernel::for_depth(depth, false))?;
-        let launch = attention_launch(kernel, heads, self.batch, self.device.multiprocessors);
+        let fast = [AttentionFamily::TensorCores, AttentionFamily::MatrixCores]
+            .into_iter()
+            .filter_map(|family| AttentionKernel::for_depth(depth, family))
+            .find(|k| self.matrix_attention && self.device.has(k.name()));
+        let kernel =
+            fast.or_else(|| AttentionKernel::for_depth(depth, AttentionFamily::Portable))?;
+        let shape = (self.device.multiprocessors, self.device.warp_size);
+        let launch = attention_launch(kernel, heads, self.batch, shape);
         Some((kernel, launch))
     }
 }
@@ -322,9 +331,16 @@ pub mod tests {
         Arc::new(Capabilities::new(32, 108, false, cuda_kernel_names(80)))
     }
 
-    /// An AMD MI300X (304 CUs, 64-wide waves): the shared kernels only.
+    /// An AMD GPU of MI300X's shape (304 CUs, 64-wide waves) with the shared kernels only (as
+    /// an arch without matrix-core kernels has them).
     pub fn amd() -> Arc<Capabilities> {
         Arc::new(Capabilities::new(64, 304, false, shared_kernel_names()))
+    }
+
+    /// An AMD MI300X (gfx942: 304 CUs, 64-wide waves): the shared and matrix-core kernels.
+    pub fn mi300x() -> Arc<Capabilities> {
+        let kernels = shared_kernel_names().chain(matrix_kernel_names());
+        Arc::new(Capabilities::new(64, 304, false, kernels))
     }
 
     fn plan(device: Arc<Capabilities>, batch: usize) -> PassPlan {
@@ -334,7 +350,7 @@ pub mod tests {
     #[test]
     fn the_defaults_are_the_documented_ones() {
         let o = PlanOptions::default();
-        // `dense_mma=1`, `norm_dense=1`, `pdl=8`, `attention=mma`.
+        // `dense_mma=1`, `norm_dense=1`, `pdl=8`, `attention=matrix`.
         assert_eq!(
             (
                 o.dense_mma_max_batch,
@@ -343,7 +359,7 @@ pub mod tests {
             ),
             (1, 1, 8)
         );
-        assert!(o.tensor_core_attention);
+        assert!(o.matrix_attention);
     }
 
     #[test]
@@ -441,14 +457,30 @@ pub mod tests {
         assert_eq!(launch.heads_per_block, Some(4));
         let (kernel, _) = plan(amd(), 1).attention(32, 24).unwrap();
         assert_eq!(kernel.name(), "attention_d32");
+        // AMD matrix cores: four waves of 64 a block, one head and position each.
+        let (kernel, launch) = plan(mi300x(), 256).attention(32, 24).unwrap();
+        assert_eq!(kernel.name(), "attention_matrix_d32");
+        assert_eq!(
+            (
+                launch.launch.grid,
+                launch.launch.block,
+                launch.heads_per_block
+            ),
+            ([24, 256, 1], [256, 1, 1], None)
+        );
+        assert!(kernel.adds_qkv_bias());
         let portable = PlanOptions {
-            tensor_core_attention: false,
+            matrix_attention: false,
             ..PlanOptions::default()
         };
         let (kernel, _) = PassPlan::new(sm90(), &portable, 1)
             .attention(32, 24)
             .unwrap();
         assert!(!kernel.uses_tensor_cores());
+        let (kernel, _) = PassPlan::new(mi300x(), &portable, 1)
+            .attention(64, 12)
+            .unwrap();
+        assert_eq!(kernel.name(), "attention_d64");
         assert!(plan(sm90(), 1).attention(48, 24).is_none());
     }
 

@@ -14,6 +14,10 @@ use crate::gpu::{GpuError, GpuResult, KernelArg, Launch, kernels};
 /// The C++ side of the launches: unpacking argument slots and calling HIP-CPU.
 const ENTRY_POINTS: &str = include_str!("entry.h");
 
+/// AMD's matrix instructions (WMMA at wave32, MFMA at wave64) under the builtins' names, compiled
+/// between the prelude and the kernels.
+const MATRIX_INSTRUCTIONS: &str = include_str!("matrix.h");
+
 /// The environment variable naming HIP-CPU's checkout (the directory holding `include/hip`).
 pub const HIP_CPU_ENV: &str = "LC0RS_HIP_CPU";
 
@@ -36,6 +40,9 @@ pub struct BuildConfig {
     pub hip_cpu: PathBuf,
     /// The control build whose shuffles return the lane's own value (must fail the tests).
     pub broken_shuffle: bool,
+    /// A wave32 build whose matrix-core kernels take RDNA4's (gfx12) WMMA layout instead of
+    /// RDNA3's (gfx11), so that both layouts of the attention run.
+    pub gfx12: bool,
 }
 
 impl BuildConfig {
@@ -50,6 +57,7 @@ impl BuildConfig {
             wave,
             hip_cpu: hip_cpu_dir(),
             broken_shuffle: false,
+            gfx12: false,
         })
     }
 }
@@ -96,6 +104,7 @@ impl KernelLibrary {
         let library =
             unsafe { libloading::Library::new(&path) }.map_err(|e| load_error(&path, e))?;
         let entries = kernels::shared_kernel_names()
+            .chain(kernels::matrix_kernel_names())
             .map(|name| {
                 let symbol = format!("lc0rs_launch_{name}\0");
                 // SAFETY: every entry point has the EntryPoint signature (LC0RS_ENTRY in entry.h).
@@ -165,12 +174,15 @@ fn load_error(path: &Path, e: libloading::Error) -> GpuError {
     }
 }
 
-/// The translation unit: the kernels, then one entry point per shared kernel.
+/// The translation unit: the kernels (with the emulated matrix instructions after the prelude),
+/// then one entry point per shared and matrix-core kernel.
 fn source() -> String {
     let entries: String = kernels::shared_kernel_names()
+        .chain(kernels::matrix_kernel_names())
         .map(|name| format!("LC0RS_ENTRY({name})\n"))
         .collect();
-    format!("{}\n{ENTRY_POINTS}\n{entries}", kernels::source())
+    let kernels = kernels::source_with(MATRIX_INSTRUCTIONS);
+    format!("{kernels}\n{ENTRY_POINTS}\n{entries}")
 }
 
 /// The cached library for `config`, compiled first if the cache lacks it. One build at a time
@@ -224,6 +236,9 @@ fn compile(config: &BuildConfig, include: &Path, cpp: &Path, out: &Path) -> GpuR
         .arg(include);
     if config.broken_shuffle {
         command.arg("-DLC0RS_BROKEN_SHUFFLE=1");
+    }
+    if config.gfx12 {
+        command.arg("-DLC0RS_EMU_GFX12=1");
     }
     command.arg(cpp).arg("-o").arg(out).arg("-ltbb");
     let output = command.output().map_err(|e| GpuError::LibraryMissing {
@@ -346,7 +361,7 @@ mod tests {
     #[test]
     fn every_shared_kernel_gets_an_entry_point() {
         let src = source();
-        for name in kernels::shared_kernel_names() {
+        for name in kernels::shared_kernel_names().chain(kernels::matrix_kernel_names()) {
             assert!(src.contains(&format!("\nLC0RS_ENTRY({name})\n")), "{name}");
         }
         assert!(!src.contains("LC0RS_ENTRY(attention_mma_"));
@@ -364,6 +379,7 @@ mod tests {
             wave: 64,
             hip_cpu: PathBuf::from("/nonexistent/HIP-CPU"),
             broken_shuffle: false,
+            gfx12: false,
         };
         let e = include_dir(&config).unwrap_err().to_string();
         assert!(

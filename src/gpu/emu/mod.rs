@@ -89,7 +89,7 @@ impl EmuDevice {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
         let info = DeviceInfo {
             name: format!("hip-emu (HIP-CPU, wave{})", config.wave),
-            arch: format!("emulated wave{}", config.wave),
+            arch: emulated_arch(config).to_owned(),
             memory_bytes: host_memory_bytes(),
             multiprocessors: threads,
             warp_size: config.wave,
@@ -139,6 +139,16 @@ impl EmuDevice {
             });
         }
         Ok(at.raw() as *mut u8)
+    }
+}
+
+/// The arch a build emulates, which decides the matrix-core kernels' form as on a GPU: wave32
+/// as RDNA3 (gfx1100, WMMA) or, where asked, RDNA4 (gfx1201), wave64 as CDNA3 (gfx942, MFMA).
+pub fn emulated_arch(config: &BuildConfig) -> &'static str {
+    match (config.wave, config.gfx12) {
+        (32, false) => "gfx1100 (emulated, wave32, WMMA)",
+        (32, true) => "gfx1201 (emulated, wave32, WMMA)",
+        _ => "gfx942 (emulated, wave64, MFMA)",
     }
 }
 

@@ -95,7 +95,9 @@ impl HipDevice {
         let info = device_info(&hip, ordinal)?;
         let code = compile_for(&hip, &info.arch, info.warp_size)?;
         let module = Arc::new(Module::load(&hip, &code).map_err(GpuError::from)?);
+        let matrix = kernels::amd_matrix_form(&info.arch).is_some();
         let functions = kernels::shared_kernel_names()
+            .chain(kernels::matrix_kernel_names().filter(|_| matrix))
             .map(|name| Ok((name, module.function(name).map_err(GpuError::from)?)))
             .collect::<GpuResult<HashMap<_, _>>>()?;
         Self::with_stream(hip, ordinal, info, module, functions, time_gemm_candidates)

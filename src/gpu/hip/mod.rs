@@ -145,8 +145,8 @@ pub fn compile_kernels(arch: &str) -> Result<Vec<u8>, GpuError> {
     compile_source(&Hip::load()?, arch, wave_size(arch))
 }
 
-/// Compiles `hip/` for `arch` and wave size `wave` and checks that every shared kernel is in
-/// the code object. An arch comgr does not know is refused first (hipRTC would abort on it).
+/// Compiles `hip/` for `arch` and wave size `wave` and checks that every shared kernel, and
+/// where the arch has matrix cores every matrix-core kernel, is in the code object. An arch comgr does not know is refused first (hipRTC would abort on it).
 fn compile_source(hip: &Hip, arch: &str, wave: u32) -> Result<Vec<u8>, GpuError> {
     let (comgr, isas) = comgr_isas(hip)?;
     arch::check_known(arch, &isas).map_err(|why| GpuError::Compile {
@@ -165,7 +165,11 @@ fn compile_source(hip: &Hip, arch: &str, wave: u32) -> Result<Vec<u8>, GpuError>
         arch: arch.to_owned(),
         log: e.to_string(),
     })?;
-    for name in kernels::shared_kernel_names() {
+    // The matrix-core kernels exist where the arch has a matrix form (hip/prelude.h).
+    let matrix = kernels::amd_matrix_form(arch).is_some();
+    for name in
+        kernels::shared_kernel_names().chain(kernels::matrix_kernel_names().filter(|_| matrix))
+    {
         if !code
             .windows(name.len() + 1)
             .any(|w| &w[..name.len()] == name.as_bytes() && w[name.len()] == 0)

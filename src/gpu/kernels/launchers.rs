@@ -341,6 +341,27 @@ launchers! { CUDA_ONLY;
     );
 }
 
+launchers! { AMD_MATRIX;
+    /// The attention on AMD matrix cores (WMMA on gfx11/gfx12, MFMA on gfx90a/gfx94x/gfx950,
+    /// and the emulator): the arguments and result of [`attention`], one block of four waves
+    /// per head and position; the member is the head depth.
+    attention_matrix [MatrixAttention:
+        D16 = attention_matrix_d16,
+        D32 = attention_matrix_d32,
+        D64 = attention_matrix_d64,
+    ](
+        qkv: DevicePtr,
+        qkv_bias: Option<DevicePtr>,
+        bias: Option<DevicePtr>,
+        ctx: DevicePtr,
+        heads: i32,
+    );
+    /// One matrix instruction of `form` (1: WMMA gfx11, 2: WMMA gfx12, 3: MFMA 16×16×16) on
+    /// register contents the caller lays out (`input`: each lane's A, B and C elements; `output`:
+    /// its D elements), one wave per block; NaN where the target lacks the form.
+    matrix_instruction_check(input: DevicePtr, output: DevicePtr, form: i32);
+}
+
 /// Every declared entry point of `signatures`.
 pub fn entry_points(signatures: &'static [KernelFamily]) -> impl Iterator<Item = KernelSignature> {
     signatures.iter().flat_map(|family| {
@@ -423,6 +444,7 @@ mod tests {
         let declared = declared_kernels(&expanded_source());
         let launchers: Vec<_> = entry_points(SHARED)
             .chain(entry_points(CUDA_ONLY))
+            .chain(entry_points(AMD_MATRIX))
             .collect();
         assert_eq!(
             declared.len(),
@@ -443,15 +465,23 @@ mod tests {
         }
     }
 
+    /// The sections of `src` that open with `opening` at the start of a line, up to the next
+    /// `#endif` at the start of a line.
+    fn sections(src: &str, opening: &str) -> Vec<std::ops::Range<usize>> {
+        src.match_indices(&format!("\n{opening}"))
+            .map(|(from, _)| from..from + 1 + src[from + 1..].find("\n#endif").unwrap())
+            .collect()
+    }
+
     #[test]
-    fn cuda_only_kernels_are_declared_under_the_cuda_condition() {
+    fn vendor_kernels_are_declared_under_their_conditions() {
         let src = expanded_source();
-        let guarded: Vec<_> = src
-            .match_indices("#if defined(GPU_CUDA) &&")
-            .map(|(from, _)| from..from + src[from..].find("#endif").unwrap())
-            .collect();
-        assert!(!guarded.is_empty(), "the CUDA-only sections");
-        let is_guarded = |at: usize| guarded.iter().any(|section| section.contains(&at));
+        let cuda = sections(&src, "#if defined(GPU_CUDA) &&");
+        let amd = sections(&src, "#if defined(GPU_HIP) && defined(LC0RS_MATRIX_FORM)");
+        assert!(!cuda.is_empty(), "the CUDA-only sections");
+        assert_eq!(amd.len(), 1, "the AMD matrix-core section");
+        let within =
+            |at: usize, list: &[std::ops::Range<usize>]| list.iter().any(|s| s.contains(&at));
         let declared_at = |name: &str| {
             src.match_indices("KERNEL void ")
                 .find(|(at, m)| {
@@ -461,13 +491,16 @@ mod tests {
                 .map(|(at, _)| at)
                 .unwrap_or_else(|| panic!("{name} is not declared"))
         };
-        for signature in entry_points(SHARED) {
-            let at = declared_at(signature.name);
-            assert!(!is_guarded(at), "{}", signature.name);
-        }
-        for signature in entry_points(CUDA_ONLY) {
-            let at = declared_at(signature.name);
-            assert!(is_guarded(at), "{}", signature.name);
+        for (list, in_cuda, in_amd) in [
+            (SHARED, false, false),
+            (CUDA_ONLY, true, false),
+            (AMD_MATRIX, false, true),
+        ] {
+            for signature in entry_points(list) {
+                let at = declared_at(signature.name);
+                assert_eq!(within(at, &cuda), in_cuda, "{}", signature.name);
+                assert_eq!(within(at, &amd), in_amd, "{}", signature.name);
+            }
         }
     }
 
@@ -475,6 +508,7 @@ mod tests {
     fn families_name_their_members_entry_points() {
         assert_eq!(PortableAttention::D32.name(), "attention_d32");
         assert_eq!(TensorCoreAttention::D64.name(), "attention_mma_d64");
+        assert_eq!(MatrixAttention::D16.name(), "attention_matrix_d16");
         assert_eq!(
             PortableAttention::NAMES,
             ["attention_d16", "attention_d32", "attention_d64"]

@@ -1,19 +1,27 @@
 //! The kernel sources in `hip/` and what the Rust side needs to call them: which kernel and
 //! launch shape fits a layer, and (in [`launchers`]) one typed launcher per kernel.
 
+mod attention;
 #[cfg(test)]
 mod expand;
 pub mod launchers;
 mod layer_norm;
+mod matrix;
 
-use self::launchers::{DenseMma, NormDense, PortableAttention, TensorCoreAttention};
+pub use self::attention::{
+    ATTENTION_THREADS, AttentionFamily, AttentionKernel, AttentionLaunch, MATRIX_ATTENTION_WAVES,
+    MMA_ATTENTION_THREADS, MMA_MAX_HEADS_PER_BLOCK, attention_launch,
+};
 pub use self::layer_norm::{WARP_NORM_MAX_COLS, layer_norm_warp_kernel};
+pub use self::matrix::{MatrixForm, amd_matrix_form, matrix_kernel_names};
+
+use self::launchers::{DenseMma, NormDense};
 use super::Launch;
 use crate::weights::format::Activation;
 
 /// The kernel files of `hip/` by job, in the order they form one translation unit after the
 /// prelude: the one list of them (`.ci/run` reads it from `lc0rs compile-kernels --list-files`).
-pub const KERNEL_FILES: [(&str, &str); 7] = [
+pub const KERNEL_FILES: [(&str, &str); 8] = [
     ("kernels.hip", include_str!("../../../hip/kernels.hip")),
     ("norms.hip", include_str!("../../../hip/norms.hip")),
     ("attention.hip", include_str!("../../../hip/attention.hip")),
@@ -27,11 +35,18 @@ pub const KERNEL_FILES: [(&str, &str); 7] = [
     ),
     ("heads.hip", include_str!("../../../hip/heads.hip")),
     ("conv.hip", include_str!("../../../hip/conv.hip")),
+    ("matrix.hip", include_str!("../../../hip/matrix.hip")),
 ];
 
 /// The portability prelude followed by every kernel file, as one translation unit.
 pub fn source() -> String {
-    std::iter::once(include_str!("../../../hip/prelude.h"))
+    source_with("")
+}
+
+/// The prelude, then `shim` (the emulator's matrix instructions), then every kernel file.
+pub fn source_with(shim: &str) -> String {
+    [include_str!("../../../hip/prelude.h"), shim]
+        .into_iter()
         .chain(KERNEL_FILES.iter().map(|(_, text)| *text))
         .collect::<Vec<_>>()
         .join("\n")
@@ -82,96 +97,6 @@ pub fn dense_rows_splits(k: usize, warp_size: usize) -> usize {
 /// (measured on the H200 for T78 at batch 1: 160 µs per block of 256 threads), so a block takes
 /// as many threads as it may.
 pub const SE_RESIDUAL_THREADS: u32 = 1024;
-
-/// Threads per block of the portable attention kernels (`ATTENTION_THREADS` in hip/attention.hip).
-pub const ATTENTION_THREADS: u32 = 128;
-/// Threads per block of the tensor-core attention kernels (`MMA_ATTENTION_THREADS`).
-pub const MMA_ATTENTION_THREADS: u32 = 128;
-
-/// The most heads one block of a tensor-core attention kernel takes (in turn, with the next
-/// head's copies overlapping this one's compute).
-pub const MMA_MAX_HEADS_PER_BLOCK: usize = 4;
-/// How an attention kernel runs for `batch` positions of `heads` heads on a GPU with
-/// `multiprocessors` SMs or CUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AttentionLaunch {
-    pub launch: Launch,
-    /// The tensor-core kernels' last argument; `None` for the portable ones (a head per block).
-    pub heads_per_block: Option<i32>,
-}
-
-/// An attention kernel: one per supported head depth, portable or on NVIDIA tensor cores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AttentionKernel {
-    Portable(PortableAttention),
-    TensorCores(TensorCoreAttention),
-}
-
-impl AttentionKernel {
-    /// The kernel for a head depth, if one exists: the tensor-core one or the portable one.
-    pub fn for_depth(depth: usize, tensor_cores: bool) -> Option<Self> {
-        Some(match (depth, tensor_cores) {
-            (16, false) => Self::Portable(PortableAttention::D16),
-            (32, false) => Self::Portable(PortableAttention::D32),
-            (64, false) => Self::Portable(PortableAttention::D64),
-            (16, true) => Self::TensorCores(TensorCoreAttention::D16),
-            (32, true) => Self::TensorCores(TensorCoreAttention::D32),
-            (64, true) => Self::TensorCores(TensorCoreAttention::D64),
-            _ => return None,
-        })
-    }
-
-    /// The kernel's entry point in `hip/attention.hip`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Portable(kernel) => kernel.name(),
-            Self::TensorCores(kernel) => kernel.name(),
-        }
-    }
-
-    /// Whether this is the tensor-core kernel.
-    pub fn uses_tensor_cores(self) -> bool {
-        matches!(self, Self::TensorCores(_))
-    }
-
-    /// The block size the kernel is written for.
-    pub fn threads(self) -> u32 {
-        if self.uses_tensor_cores() {
-            MMA_ATTENTION_THREADS
-        } else {
-            ATTENTION_THREADS
-        }
-    }
-}
-
-/// One block per (head, position) for the portable kernels. The tensor-core kernels take several
-/// heads per block where that still gives every multiprocessor a block (measured on the H200:
-/// 4 heads per block is faster from batch 64 up, 1 head per block at batch 1: 7.3 → 3.0 µs).
-pub fn attention_launch(
-    kernel: AttentionKernel,
-    heads: usize,
-    batch: usize,
-    multiprocessors: usize,
-) -> AttentionLaunch {
-    let grouped = batch * heads.div_ceil(MMA_MAX_HEADS_PER_BLOCK) >= multiprocessors;
-    let heads_per_block = match (kernel.uses_tensor_cores(), grouped) {
-        (false, _) => None,
-        (true, true) => Some(MMA_MAX_HEADS_PER_BLOCK),
-        (true, false) => Some(1),
-    };
-    AttentionLaunch {
-        launch: Launch {
-            grid: [
-                heads.div_ceil(heads_per_block.unwrap_or(1)) as u32,
-                batch as u32,
-                1,
-            ],
-            block: [kernel.threads(), 1, 1],
-            shared_bytes: 0,
-        },
-        heads_per_block: heads_per_block.map(|h| h as i32),
-    }
-}
 
 /// Rows and outputs of one block of `layer_norm_dense_mma` (`NORM_DENSE_ROWS`,
 /// `NORM_DENSE_COLS` in hip/norm_dense.hip), and its threads.
@@ -398,7 +323,9 @@ mod tests {
         }
         assert_eq!(
             kernels,
-            shared_kernel_names().count() + cuda_only_kernel_names().count()
+            shared_kernel_names().count()
+                + cuda_only_kernel_names().count()
+                + matrix_kernel_names().count()
         );
     }
 
@@ -417,59 +344,6 @@ mod tests {
         // CI's hipcc check compiles the files itself: it reads the list, it does not repeat it.
         let ci = include_str!("../../../.ci/run");
         assert!(ci.contains("kernel_files=$(target/debug/lc0rs compile-kernels --list-files"));
-    }
-
-    fn kernel(depth: usize, tensor_cores: bool) -> AttentionKernel {
-        AttentionKernel::for_depth(depth, tensor_cores).unwrap()
-    }
-
-    #[test]
-    fn attention_kernels_exist_for_the_depths_the_source_has() {
-        for depth in [16, 32, 64] {
-            for tensor_cores in [false, true] {
-                let name = kernel(depth, tensor_cores).name();
-                let listed = shared_kernel_names()
-                    .chain(cuda_only_kernel_names())
-                    .any(|k| k == name);
-                assert!(listed, "{name} is not a listed kernel");
-                assert!(
-                    source().contains(&format!(" {name}(")),
-                    "{name} is not in the source"
-                );
-            }
-        }
-        assert_eq!(AttentionKernel::for_depth(48, false), None);
-    }
-
-    #[test]
-    fn attention_threads_match_the_kernel() {
-        assert!(source().contains(&format!("#define ATTENTION_THREADS {ATTENTION_THREADS}\n")));
-        assert!(source().contains(&format!(
-            "#define MMA_ATTENTION_THREADS {MMA_ATTENTION_THREADS}\n"
-        )));
-        // T82 on an H200 (132 SMs): 4 heads per block from 22 positions (132 blocks), 1 below.
-        let big = attention_launch(kernel(32, true), 24, 22, 132);
-        assert_eq!(
-            (big.launch.grid, big.heads_per_block),
-            ([6, 22, 1], Some(4))
-        );
-        assert_eq!(big.launch.block, [MMA_ATTENTION_THREADS, 1, 1]);
-        let small = attention_launch(kernel(32, true), 24, 21, 132);
-        assert_eq!(
-            (small.launch.grid, small.heads_per_block),
-            ([24, 21, 1], Some(1))
-        );
-        // A head count that does not divide: the last block takes the rest.
-        assert_eq!(
-            attention_launch(kernel(16, true), 6, 4096, 2).launch.grid,
-            [2, 4096, 1]
-        );
-        let portable = attention_launch(kernel(32, false), 24, 1024, 132);
-        assert_eq!(
-            (portable.launch.grid, portable.heads_per_block),
-            ([24, 1024, 1], None)
-        );
-        assert_eq!(portable.launch.block, [ATTENTION_THREADS, 1, 1]);
     }
 
     #[test]

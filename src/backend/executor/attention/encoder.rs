@@ -144,6 +144,9 @@ impl Forward<'_> {
                             heads_per_block.unwrap_or(1),
                         )
                     }
+                    (AttentionKernel::MatrixCores(kernel), _) => launchers::attention_matrix(
+                        device, kernel, how.launch, qkv, qkv_bias, bias, ctx, heads,
+                    ),
                 })
         })?;
         self.op("out proj", l, linear_cost(&layer.out, rows), || {

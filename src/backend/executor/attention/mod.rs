@@ -13,7 +13,7 @@ use super::pass::NetworkPass;
 use super::plan::PassPlan;
 use super::policy::{PolicyBuffers, PolicyGpu};
 use crate::board::SQUARES;
-use crate::gpu::kernels::AttentionKernel;
+use crate::gpu::kernels::{AttentionFamily, AttentionKernel};
 use crate::gpu::{GpuBuffer, GpuDevice, GpuError, GpuResult};
 use crate::weights::format::NetFormat;
 use crate::weights::network::Network;
@@ -76,7 +76,7 @@ impl Shapes {
                 self.d_model, self.embedding
             )));
         }
-        if AttentionKernel::for_depth(self.depth, false).is_none() {
+        if AttentionKernel::for_depth(self.depth, AttentionFamily::Portable).is_none() {
             return Err(GpuError::Unsupported(format!(
                 "head depth {} (the attention kernel has 16, 32 and 64)",
                 self.depth

@@ -141,11 +141,11 @@ impl BodyPlan {
         Some((previous, self.layers.get(previous)?.ln2_to_next?))
     }
 
-    /// Whether the attention kernel adds the QKV bias as it loads Q, K and V (the portable one:
-    /// on the BLAS path, which has no bias epilogue, that saves a pass over the QKV output, and
-    /// on Lt it costs nothing), so the QKV GEMM runs without it.
+    /// Whether the attention kernel adds the QKV bias as it loads Q, K and V (the portable and
+    /// AMD matrix-core ones: on the BLAS path, which has no bias epilogue, that saves a pass over
+    /// the QKV output, and on Lt it costs nothing), so the QKV GEMM runs without it.
     pub fn attention_adds_qkv_bias(&self) -> bool {
-        matches!(self.attention, AttentionKernel::Portable(_))
+        self.attention.adds_qkv_bias()
     }
 }
 

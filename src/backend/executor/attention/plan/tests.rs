@@ -182,7 +182,7 @@ fn the_options_turn_the_fused_kernels_off() {
         norm_dense_max_batch: 0,
         dense_mma_max_batch: 0,
         programmatic_max_batch: 0,
-        tensor_core_attention: false,
+        matrix_attention: false,
     };
     let p = plan_with(&t82(), sm90(), off, 1, Scope::WholePass);
     assert!(!p.pass.programmatic_launch);
