@@ -8,6 +8,7 @@ pub mod attnbench;
 pub mod backend;
 pub mod bench;
 pub mod chess;
+#[cfg(feature = "cli")]
 pub mod commands;
 pub mod evaluate;
 pub mod gpu;
