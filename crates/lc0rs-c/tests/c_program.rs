@@ -57,12 +57,19 @@ fn library_dir() -> PathBuf {
         .to_path_buf()
 }
 
-fn compile(dir: &Path) -> PathBuf {
+/// Compiles the C program against the shared library, or with `static_lib` against
+/// `liblc0rs_c.a` and the system libraries a Rust static library needs.
+fn compile(dir: &Path, static_lib: bool) -> PathBuf {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let lib_dir = library_dir();
-    let exe = dir.join("api_test");
+    let exe = dir.join(if static_lib {
+        "api_test_static"
+    } else {
+        "api_test"
+    });
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    let output = Command::new(&cc)
+    let mut command = Command::new(&cc);
+    command
         .args([
             "-std=c11",
             "-Wall",
@@ -75,11 +82,23 @@ fn compile(dir: &Path) -> PathBuf {
         .arg(crate_dir.join("include"))
         .arg(crate_dir.join("tests/c/api_test.c"))
         .arg("-o")
-        .arg(&exe)
-        .arg("-L")
-        .arg(&lib_dir)
-        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
-        .args(["-llc0rs_c", "-lpthread"])
+        .arg(&exe);
+    if static_lib {
+        command.arg(lib_dir.join("liblc0rs_c.a")).args([
+            "-lpthread",
+            "-ldl",
+            "-lm",
+            "-lgcc_s",
+            "-lc",
+        ]);
+    } else {
+        command
+            .arg("-L")
+            .arg(&lib_dir)
+            .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+            .args(["-llc0rs_c", "-lpthread"]);
+    }
+    let output = command
         .output()
         .unwrap_or_else(|e| panic!("running {cc}: {e}"));
     assert!(
@@ -98,7 +117,8 @@ fn close(a: f32, b: f32) -> bool {
 fn c_program_matches_the_rust_library_and_survives_misuse() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lc0rs-c-api-test");
     std::fs::create_dir_all(&dir).unwrap();
-    let exe = compile(&dir);
+    let exe = compile(&dir, false);
+    let static_exe = compile(&dir, true);
 
     // The reference: the Rust library's cpu backend on the same net.
     let (model, _) = NetSource::parse(Some("bundled:tiny"))
@@ -140,15 +160,21 @@ fn c_program_matches_the_rust_library_and_survives_misuse() {
         .collect();
     std::fs::write(&positions_file, text).unwrap();
 
-    let output = Command::new(&exe)
-        .arg(&planes_file)
-        .arg(&positions_file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the C program failed:\n{stderr}");
-    assert!(stderr.contains(", 0 failed"), "{stderr}");
+    let run = |exe: &Path| {
+        let output = Command::new(exe)
+            .arg(&planes_file)
+            .arg(&positions_file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "the C program failed:\n{stderr}");
+        assert!(stderr.contains(", 0 failed"), "{stderr}");
+        eprintln!("{}: {}", exe.display(), stderr.trim());
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let stdout = run(&exe);
+    // Linked statically it is the same program.
+    assert_eq!(run(&static_exe), stdout);
 
     let mut seen = (0, 0, 0, 0);
     for line in stdout.lines() {
