@@ -7,6 +7,7 @@
 pub mod backend;
 pub mod board;
 pub mod chess;
+#[cfg(feature = "cli")]
 pub mod commands;
 pub mod evaluate;
 pub mod gpu;

@@ -3,8 +3,10 @@
 //! reported as a table by operation kind, a table per encoder layer, a Chrome/Perfetto trace,
 //! and an SVG chart.
 
+#[cfg(feature = "cli")]
 mod charts;
 
+#[cfg(feature = "cli")]
 pub use charts::{roofline_chart, svg_chart};
 
 use std::fmt::Write;
@@ -504,6 +506,11 @@ mod tests {
                 .all(|e| e["ph"] == "X" && e["dur"].as_f64().unwrap() > 0.0)
         );
         assert_eq!(events[2]["name"], "attention [layer 0]");
+    }
+
+    #[cfg(feature = "cli")]
+    #[test]
+    fn chart_has_one_bar_per_operation_kind() {
         let svg = svg_chart(&[pass()], "T82 <batch 64>").unwrap();
         assert!(
             svg.starts_with("<svg") && svg.contains("&lt;batch 64&gt;"),

@@ -1,0 +1,351 @@
+/*
+ * The C interface from C: normal use and misuse. Built with the system's cc against
+ * include/lc0rs.h and the shared library, and run by tests/c_program.rs, which compares what
+ * this prints with the Rust library's own cpu backend.
+ *
+ * Usage: api_test PLANES_FILE POSITIONS_FILE
+ *   PLANES_FILE: one position a line, 112 pairs "MASK VALUE" (lc0's input planes).
+ *   POSITIONS_FILE: one position a line, "FEN<TAB>MOVES" ("startpos" for the start position).
+ * Prints, for every position (planes first, then FENs, in file order):
+ *   out SAMPLE Q D M W D L
+ *   policy SAMPLE LOGIT0 ... LOGIT1857
+ *   moves SAMPLE MOVE:INDEX ...         (FEN positions only)
+ * then "info ...", and exits 0 only if every misuse check passed.
+ */
+#include "lc0rs.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+static int checks = 0;
+
+/* A call must return `want`, and on failure leave a message containing `part`. */
+#define EXPECT(call, want, part) expect_status((call), (want), (part), #call, __LINE__)
+
+static void expect_status(lc0rs_status got, lc0rs_status want, const char *part,
+                          const char *text, int line) {
+    const char *message = lc0rs_last_error();
+    checks++;
+    if (got != want) {
+        fprintf(stderr, "line %d: %s returned %s, expected %s (%s)\n", line, text,
+                lc0rs_status_name(got), lc0rs_status_name(want), message);
+        failures++;
+        return;
+    }
+    if (want == LC0RS_STATUS_OK && message[0] != '\0') {
+        fprintf(stderr, "line %d: %s succeeded but left the message \"%s\"\n", line, text,
+                message);
+        failures++;
+    }
+    if (want != LC0RS_STATUS_OK && part != NULL && strstr(message, part) == NULL) {
+        fprintf(stderr, "line %d: %s: message \"%s\" lacks \"%s\"\n", line, text, message,
+                part);
+        failures++;
+    }
+}
+
+#define CHECK(cond) check((cond), #cond, __LINE__)
+
+static void check(int ok, const char *text, int line) {
+    checks++;
+    if (!ok) {
+        fprintf(stderr, "line %d: %s does not hold\n", line, text);
+        failures++;
+    }
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "%s: %s\n", what, lc0rs_last_error());
+    exit(2);
+}
+
+/* Adds every position of both files; returns the number added. */
+static size_t add_inputs(lc0rs_computation c, const char *planes_path,
+                         const char *positions_path) {
+    size_t added = 0;
+    FILE *f = fopen(planes_path, "r");
+    if (f == NULL) die("planes file");
+    for (;;) {
+        uint64_t masks[LC0RS_INPUT_PLANES];
+        float values[LC0RS_INPUT_PLANES];
+        int p;
+        for (p = 0; p < (int)LC0RS_INPUT_PLANES; p++) {
+            if (fscanf(f, "%" SCNu64 " %f", &masks[p], &values[p]) != 2) break;
+        }
+        if (p == 0) break;
+        if (p != (int)LC0RS_INPUT_PLANES) die("short planes line");
+        if (lc0rs_computation_add_planes(c, masks, values) != LC0RS_STATUS_OK) die("add_planes");
+        added++;
+    }
+    fclose(f);
+    f = fopen(positions_path, "r");
+    if (f == NULL) die("positions file");
+    char line[4096];
+    while (fgets(line, sizeof line, f) != NULL) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '\0') continue;
+        char *tab = strchr(line, '\t');
+        const char *moves = "";
+        if (tab != NULL) {
+            *tab = '\0';
+            moves = tab + 1;
+        }
+        const char *fen = strcmp(line, "startpos") == 0 ? NULL : line;
+        if (lc0rs_computation_add_fen(c, fen, moves) != LC0RS_STATUS_OK) die("add_fen");
+        added++;
+    }
+    fclose(f);
+    return added;
+}
+
+static void print_outputs(lc0rs_computation c, size_t n, size_t planes_count) {
+    static float logits[LC0RS_POLICY_SIZE];
+    for (size_t i = 0; i < n; i++) {
+        float q, d, m, wdl[3];
+        EXPECT(lc0rs_computation_get_q(c, i, &q), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_d(c, i, &d), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_m(c, i, &m), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_wdl(c, i, wdl), LC0RS_STATUS_OK, NULL);
+        printf("out %zu %.9g %.9g %.9g %.9g %.9g %.9g\n", i, q, d, m, wdl[0], wdl[1], wdl[2]);
+        EXPECT(lc0rs_computation_get_policy_logits(c, i, logits, LC0RS_POLICY_SIZE),
+               LC0RS_STATUS_OK, NULL);
+        printf("policy %zu", i);
+        for (size_t k = 0; k < LC0RS_POLICY_SIZE; k++) {
+            float one;
+            /* The one-by-one reader agrees with the whole-array reader. */
+            if (k % 97 == 0) {
+                EXPECT(lc0rs_computation_get_policy_logit(c, i, k, &one), LC0RS_STATUS_OK, NULL);
+                CHECK(one == logits[k]);
+            }
+            printf(" %.9g", logits[k]);
+        }
+        printf("\n");
+        if (i < planes_count) continue;
+        size_t needed = 0;
+        EXPECT(lc0rs_computation_get_legal_moves(c, i, NULL, 0, &needed),
+               LC0RS_STATUS_OUT_OF_RANGE, "move buffer");
+        CHECK(needed >= 1);
+        char *text = malloc(needed);
+        EXPECT(lc0rs_computation_get_legal_moves(c, i, text, needed, &needed), LC0RS_STATUS_OK,
+               NULL);
+        CHECK(strlen(text) + 1 == needed);
+        printf("moves %zu", i);
+        for (char *move = strtok(text, " "); move != NULL; move = strtok(NULL, " ")) {
+            size_t index = 0;
+            EXPECT(lc0rs_computation_get_move_index(c, i, move, &index), LC0RS_STATUS_OK, NULL);
+            printf(" %s:%zu", move, index);
+        }
+        printf("\n");
+        free(text);
+    }
+}
+
+struct race {
+    lc0rs_computation c;
+    atomic_int done;
+    lc0rs_status status;
+};
+
+static void *compute_repeatedly(void *arg) {
+    struct race *race = arg;
+    lc0rs_status status = LC0RS_STATUS_OK;
+    for (int round = 0; round < 20 && status == LC0RS_STATUS_OK; round++) {
+        status = lc0rs_computation_compute(race->c);
+    }
+    race->status = status;
+    atomic_store(&race->done, 1);
+    return NULL;
+}
+
+struct own {
+    lc0rs_net net;
+    float q;
+    lc0rs_status status;
+};
+
+static void *compute_own(void *arg) {
+    struct own *own = arg;
+    lc0rs_computation c = 0;
+    own->status = lc0rs_computation_create(own->net, &c);
+    for (int round = 0; round < 5 && own->status == LC0RS_STATUS_OK; round++) {
+        own->status = lc0rs_computation_add_fen(c, NULL, "e2e4 e7e5");
+        if (own->status == LC0RS_STATUS_OK) own->status = lc0rs_computation_compute(c);
+        if (own->status == LC0RS_STATUS_OK) own->status = lc0rs_computation_get_q(c, 0, &own->q);
+        if (own->status == LC0RS_STATUS_OK) own->status = lc0rs_computation_clear(c);
+    }
+    if (own->status == LC0RS_STATUS_OK) own->status = lc0rs_computation_free(c);
+    return NULL;
+}
+
+static void misuse(lc0rs_net net, size_t planes_count) {
+    lc0rs_net other = 0;
+    lc0rs_computation c = 0;
+    lc0rs_net_info info;
+    float value = 0, wdl[3];
+    size_t size = 0, index = 0;
+    float logits[LC0RS_POLICY_SIZE];
+
+    CHECK(lc0rs_abi_version() == LC0RS_ABI_VERSION);
+    CHECK(strlen(lc0rs_version()) > 0);
+    CHECK(strcmp(lc0rs_status_name(LC0RS_STATUS_BUSY), "LC0RS_STATUS_BUSY") == 0);
+    CHECK(strcmp(lc0rs_status_name(99), "LC0RS_STATUS_UNKNOWN") == 0);
+
+    /* Opening. */
+    EXPECT(lc0rs_net_open(NULL, "cpu", NULL, NULL), LC0RS_STATUS_NULL_POINTER, "out");
+    EXPECT(lc0rs_net_open("/nonexistent/net.pb.gz", "cpu", NULL, &other), LC0RS_STATUS_LOAD,
+           "/nonexistent/net.pb.gz");
+    EXPECT(lc0rs_net_open("bundled:nope", "cpu", NULL, &other), LC0RS_STATUS_LOAD, "tiny");
+    EXPECT(lc0rs_net_open(NULL, "no-such-backend", NULL, &other), LC0RS_STATUS_BACKEND, "cpu");
+    EXPECT(lc0rs_net_open(NULL, "cpu", "bogus=1", &other), LC0RS_STATUS_BACKEND, "bogus");
+    EXPECT(lc0rs_net_open(NULL, "cpu", "threads", &other), LC0RS_STATUS_BACKEND, "key=value");
+    EXPECT(lc0rs_net_open(NULL, "\xff\xfe", NULL, &other), LC0RS_STATUS_INVALID_ARGUMENT,
+           "UTF-8");
+    CHECK(other == 0);
+
+    /* Handles: 0, garbage, the wrong kind. */
+    EXPECT(lc0rs_net_get_info(0, &info), LC0RS_STATUS_INVALID_HANDLE, "network");
+    EXPECT(lc0rs_net_get_info(0xdeadbeef, &info), LC0RS_STATUS_INVALID_HANDLE, "0xdeadbeef");
+    EXPECT(lc0rs_net_get_info(net, NULL), LC0RS_STATUS_NULL_POINTER, "out");
+    EXPECT(lc0rs_computation_create(net, NULL), LC0RS_STATUS_NULL_POINTER, "out");
+    EXPECT(lc0rs_computation_create(net, &c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_net_get_info(c, &info), LC0RS_STATUS_INVALID_HANDLE, "network");
+    EXPECT(lc0rs_computation_size(net, &size), LC0RS_STATUS_INVALID_HANDLE, "computation");
+    EXPECT(lc0rs_computation_size(c, NULL), LC0RS_STATUS_NULL_POINTER, "out");
+
+    /* State: nothing to read before computing; refused positions add nothing. */
+    EXPECT(lc0rs_computation_add_fen(c, NULL, "e2e4"), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_get_q(c, 0, &value), LC0RS_STATUS_STATE, "not been computed");
+    EXPECT(lc0rs_computation_add_fen(c, "not a fen", NULL), LC0RS_STATUS_POSITION, "FEN");
+    EXPECT(lc0rs_computation_add_fen(c, NULL, "e2e4 e7e5 e1e3"), LC0RS_STATUS_POSITION, "e1e3");
+    EXPECT(lc0rs_computation_add_fen(c, "8/8/8/8/8/8/8/8 w - - 0 1", NULL),
+           LC0RS_STATUS_POSITION, "king");
+    EXPECT(lc0rs_computation_add_planes(c, NULL, wdl), LC0RS_STATUS_NULL_POINTER, "masks");
+    EXPECT(lc0rs_computation_size(c, &size), LC0RS_STATUS_OK, NULL);
+    CHECK(size == 1);
+    uint64_t masks[LC0RS_INPUT_PLANES] = {0};
+    float values[LC0RS_INPUT_PLANES] = {0};
+    EXPECT(lc0rs_computation_add_planes(c, masks, values), LC0RS_STATUS_OK, NULL);
+
+    /* After computing: ranges, buffers, no more positions. */
+    EXPECT(lc0rs_computation_compute(c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_add_fen(c, NULL, NULL), LC0RS_STATUS_STATE, "clear");
+    EXPECT(lc0rs_computation_get_q(c, 2, &value), LC0RS_STATUS_OUT_OF_RANGE, "sample 2");
+    EXPECT(lc0rs_computation_get_wdl(c, (size_t)-1, wdl), LC0RS_STATUS_OUT_OF_RANGE, "sample");
+    EXPECT(lc0rs_computation_get_wdl(c, 0, NULL), LC0RS_STATUS_NULL_POINTER, "out");
+    EXPECT(lc0rs_computation_get_policy_logit(c, 0, LC0RS_POLICY_SIZE, &value),
+           LC0RS_STATUS_OUT_OF_RANGE, "policy index 1858");
+    EXPECT(lc0rs_computation_get_policy_logits(c, 0, logits, 100), LC0RS_STATUS_OUT_OF_RANGE,
+           "1858");
+    EXPECT(lc0rs_computation_get_move_index(c, 0, "e7e5", &index), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_get_move_index(c, 0, "e2e4", &index), LC0RS_STATUS_POSITION,
+           "not a legal move");
+    EXPECT(lc0rs_computation_get_move_index(c, 0, NULL, &index), LC0RS_STATUS_NULL_POINTER,
+           "uci");
+    EXPECT(lc0rs_computation_get_move_index(c, 1, "e7e5", &index), LC0RS_STATUS_STATE,
+           "planes");
+    /* Cleared, it takes positions again. */
+    EXPECT(lc0rs_computation_clear(c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_get_q(c, 0, &value), LC0RS_STATUS_OUT_OF_RANGE, "sample 0");
+    EXPECT(lc0rs_computation_add_fen(c, NULL, NULL), LC0RS_STATUS_OK, NULL);
+
+    /* A second thread using the computation while it computes is refused, never served
+     * concurrently. */
+    for (size_t i = 0; i < 63; i++) {
+        EXPECT(lc0rs_computation_add_fen(c, NULL, "d2d4"), LC0RS_STATUS_OK, NULL);
+    }
+    int busy_seen = 0, wrong = 0;
+    for (int attempt = 0; attempt < 20 && !busy_seen; attempt++) {
+        struct race race = {.c = c, .done = 0, .status = LC0RS_STATUS_OK};
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, compute_repeatedly, &race) != 0) die("pthread");
+        while (!atomic_load(&race.done)) {
+            lc0rs_status got = lc0rs_computation_size(c, &size);
+            if (got == LC0RS_STATUS_BUSY) {
+                busy_seen = 1;
+                if (strstr(lc0rs_last_error(), "another thread") == NULL) wrong++;
+            } else if (got != LC0RS_STATUS_OK || size != 64) {
+                wrong++;
+            }
+        }
+        pthread_join(thread, NULL);
+        CHECK(race.status == LC0RS_STATUS_OK);
+    }
+    CHECK(busy_seen);
+    CHECK(wrong == 0);
+    EXPECT(lc0rs_computation_get_q(c, 63, &value), LC0RS_STATUS_OK, NULL);
+
+    /* Two threads, each with its own computation of one network: both served. */
+    struct own a = {.net = net}, b = {.net = net};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, compute_own, &a);
+    pthread_create(&tb, NULL, compute_own, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK(a.status == LC0RS_STATUS_OK && b.status == LC0RS_STATUS_OK);
+    CHECK(a.q == b.q);
+
+    /* Freed handles: use after free and double free are reported. */
+    EXPECT(lc0rs_computation_free(c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_size(c, &size), LC0RS_STATUS_INVALID_HANDLE, "computation");
+    EXPECT(lc0rs_computation_compute(c), LC0RS_STATUS_INVALID_HANDLE, "computation");
+    EXPECT(lc0rs_computation_free(c), LC0RS_STATUS_INVALID_HANDLE, "already freed");
+
+    /* A computation outlives the network it was made from. */
+    EXPECT(lc0rs_net_open(NULL, "cpu", "threads=1", &other), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_create(other, &c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_net_free(other), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_net_free(other), LC0RS_STATUS_INVALID_HANDLE, "network");
+    EXPECT(lc0rs_net_get_info(other, &info), LC0RS_STATUS_INVALID_HANDLE, "network");
+    EXPECT(lc0rs_computation_create(other, &c), LC0RS_STATUS_INVALID_HANDLE, "network");
+    EXPECT(lc0rs_computation_add_fen(c, NULL, "e2e4 e7e5"), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_compute(c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_get_q(c, 0, &value), LC0RS_STATUS_OK, NULL);
+    CHECK(value == a.q);
+    EXPECT(lc0rs_computation_free(c), LC0RS_STATUS_OK, NULL);
+    (void)planes_count;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s PLANES_FILE POSITIONS_FILE\n", argv[0]);
+        return 2;
+    }
+    lc0rs_net net = 0;
+    EXPECT(lc0rs_net_open("bundled:tiny", "cpu", "threads=1", &net), LC0RS_STATUS_OK, NULL);
+    if (net == 0) die("open");
+    lc0rs_net_info info;
+    EXPECT(lc0rs_net_get_info(net, &info), LC0RS_STATUS_OK, NULL);
+
+    lc0rs_computation c = 0;
+    EXPECT(lc0rs_computation_create(net, &c), LC0RS_STATUS_OK, NULL);
+    size_t n = add_inputs(c, argv[1], argv[2]);
+    size_t planes_count = 0;
+    {
+        /* The planes come first: count them as the file has them. */
+        FILE *f = fopen(argv[1], "r");
+        int ch, last = '\n';
+        while ((ch = fgetc(f)) != EOF) {
+            if (ch == '\n' && last != '\n') planes_count++;
+            last = ch;
+        }
+        fclose(f);
+    }
+    size_t size = 0;
+    EXPECT(lc0rs_computation_size(c, &size), LC0RS_STATUS_OK, NULL);
+    CHECK(size == n);
+    EXPECT(lc0rs_computation_compute(c), LC0RS_STATUS_OK, NULL);
+    print_outputs(c, n, planes_count);
+    printf("info %d %d %d %zu %zu\n", info.input_format, info.has_wdl, info.has_moves_left,
+           info.max_batch, info.recommended_batch);
+    EXPECT(lc0rs_computation_free(c), LC0RS_STATUS_OK, NULL);
+
+    misuse(net, planes_count);
+    EXPECT(lc0rs_net_free(net), LC0RS_STATUS_OK, NULL);
+    fprintf(stderr, "%d checks, %d failed\n", checks, failures);
+    return failures == 0 ? 0 : 1;
+}
