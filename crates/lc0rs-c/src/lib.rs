@@ -959,8 +959,8 @@ mod tests {
 
     #[test]
     fn constants_match_the_library() {
-        assert_eq!(LC0RS_POLICY_SIZE, lc0rs::chess::policy_index::POLICY_SIZE);
-        assert_eq!(LC0RS_INPUT_PLANES, lc0rs::chess::encoder::INPUT_PLANES);
+        assert_eq!(LC0RS_POLICY_SIZE, lc0rs::board::POLICY_SIZE);
+        assert_eq!(LC0RS_INPUT_PLANES, lc0rs::board::INPUT_PLANES);
     }
 
     #[test]

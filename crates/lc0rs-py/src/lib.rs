@@ -12,9 +12,9 @@ use pyo3::types::PyBytes;
 use lc0rs::backend::{
     Backend, BatchOutput, best_backend_name, create_backend, legal_move_probabilities,
 };
+use lc0rs::board::{INPUT_PLANES, POLICY_SIZE};
 use lc0rs::chess::castling::uci_notation;
-use lc0rs::chess::encoder::INPUT_PLANES;
-use lc0rs::chess::policy_index::{POLICY_SIZE, entry_moves_with_indices};
+use lc0rs::chess::policy_index::entry_moves_with_indices;
 use lc0rs::chess::{HistoryFill, InputPlane, InputPlanes, PositionHistory, encode_position};
 use lc0rs::netsource::NetSource;
 use lc0rs::weights::LoadOptions;
