@@ -39,7 +39,7 @@ for kernel in $kernels; do
     # The disassembly from the kernel's symbol to the next symbol; the metadata entry whose
     # .name is the kernel.
     code=$(awk -v k="<$kernel>:" '$NF == k {on = 1; next} on && /^[0-9a-f]+ <.*>:$/ {exit} on' "$listing")
-    entry=$(echo "$notes" | awk -v k="$kernel" '/^  - \./ {if (found) exit; block = ""} {block = block "\n" $0} $1 == ".name:" && $2 == k {found = 1} END {if (found) print block}')
+    entry=$(awk -v k="$kernel" '/^  - \./ {if (found) exit; block = ""} {block = block "\n" $0} $1 == ".name:" && $2 == k {found = 1} END {if (found) print block}' <<<"$notes")
     meta() { echo "$entry" | awk -v f=".$1:" '$1 == f {print $2; exit}'; }
     scratch=$(meta private_segment_fixed_size)
     vgprs=$(meta vgpr_count)
