@@ -31,6 +31,7 @@ impl Backend for Instant {
             runs_on_cpu: false,
             max_batch: 1024,
             recommended_batch: 256,
+            recommended_threads: 2,
         }
     }
     fn input_format(&self) -> InputFormat {

@@ -235,7 +235,13 @@ fn traced_profile_accounts_for_the_pass() {
         for _ in 0..2 {
             backend.evaluate(&planes).unwrap();
         }
-        backend.profile_report().unwrap().passes.pop().unwrap()
+        backend
+            .profile_reports()
+            .pop()
+            .unwrap()
+            .passes
+            .pop()
+            .unwrap()
     };
     let traced = profile_of("profile=true");
     let evented = profile_of("profile=true,graph=false");

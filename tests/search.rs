@@ -356,6 +356,7 @@ impl Backend for Overlapping {
     fn attributes(&self) -> BackendAttributes {
         BackendAttributes {
             runs_on_cpu: false,
+            recommended_threads: 2,
             ..self.inner.attributes()
         }
     }

@@ -63,6 +63,7 @@ impl Backend for PlaneDerived {
             runs_on_cpu: false,
             max_batch: 1024,
             recommended_batch: 256,
+            recommended_threads: 2,
         }
     }
     fn input_format(&self) -> InputFormat {

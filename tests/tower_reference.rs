@@ -287,7 +287,7 @@ fn profiling_a_tower_times_each_block() {
     );
     let backend = create_backend("cpu", load(&net), "profile=true").unwrap();
     backend.evaluate(&random_positions(2, 18)).unwrap();
-    let report = backend.profile_report().unwrap();
+    let report = backend.profile_reports().pop().unwrap();
     let ops = &report.passes[0].ops;
     let blocks: Vec<_> = ops.iter().filter(|o| o.op == "residual block").collect();
     assert_eq!(blocks.len(), SE.blocks);

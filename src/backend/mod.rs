@@ -6,12 +6,15 @@ pub mod bench;
 pub mod cpu;
 pub mod executor;
 pub mod finite;
+pub mod gpus;
+mod multi;
 mod options;
 pub mod oracle;
 mod registry;
 
 use shakmaty::Move;
 
+pub use multi::MultiGpu;
 pub use options::BackendOptions;
 pub use registry::{BACKEND_NAMES, best_backend_name, create_backend};
 
@@ -72,6 +75,8 @@ pub enum BackendError {
 #[derive(Debug, Clone)]
 pub struct ProfileReport {
     pub device: String,
+    /// The GPU's ordinal on the machine, for a GPU backend.
+    pub gpu: Option<usize>,
     pub passes: Vec<crate::profile::PassProfile>,
     /// What ran at each batch size profiled, one line per size, where the backend plans its
     /// passes (the GPU backends: which kernel each operation runs on).
@@ -86,6 +91,11 @@ pub struct BackendAttributes {
     pub runs_on_cpu: bool,
     pub max_batch: usize,
     pub recommended_batch: usize,
+    /// The search threads that keep it busy (lc0's default: one more than the backend's
+    /// own): 1 on the CPU, whose backend already uses every core; 2 on a GPU, whose calls
+    /// from two threads run side by side on its lanes; more over several GPUs dealt whole
+    /// calls.
+    pub recommended_threads: usize,
 }
 
 /// The outputs of a batch, position-major.
@@ -131,13 +141,17 @@ pub trait Backend: Send + Sync {
     fn input_format(&self) -> InputFormat;
     /// Evaluates a batch of at most `attributes().max_batch` positions.
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError>;
-    /// The profiled passes since creation (or the last reset), if the backend was created with
-    /// profiling on.
-    fn profile_report(&self) -> Option<ProfileReport> {
+    /// The profiled passes since creation (or the last reset), one report a GPU, if the
+    /// backend was created with profiling on; none otherwise.
+    fn profile_reports(&self) -> Vec<ProfileReport> {
+        Vec::new()
+    }
+    /// The device memory in use, for GPU backends (a line a GPU).
+    fn memory_report(&self) -> Option<String> {
         None
     }
-    /// A line about the device memory in use, for GPU backends.
-    fn memory_report(&self) -> Option<String> {
+    /// How the work was shared, for a backend over several GPUs (a line a GPU).
+    fn usage_report(&self) -> Option<String> {
         None
     }
     /// Forgets the profile so far (backendbench calls it after its warm-up).

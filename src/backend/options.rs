@@ -1,5 +1,6 @@
 //! lc0-style backend options: `key=value,key2=value2`. Every key must be taken by the backend;
-//! a key it does not know is an error, not silently ignored.
+//! a key it does not know is an error, not silently ignored. A list value continues over the
+//! items without `=` that follow it: `gpus=0,1,max_batch=64` gives `gpus` the value `0,1`.
 
 use std::cell::RefCell;
 use std::str::FromStr;
@@ -14,17 +15,28 @@ pub struct BackendOptions {
 }
 
 impl BackendOptions {
-    /// Parses `key=value,key2=value2` (spaces around items are ignored; empty is no options).
+    /// Parses `key=value,key2=value2` (spaces around items are ignored; empty is no options);
+    /// an item without `=` after the first is one more element of the previous value's list.
     pub fn parse(text: &str) -> Result<Self, BackendError> {
         let syntax = |reason: String| BackendError::OptionSyntax {
             text: text.to_owned(),
             reason,
         };
-        let mut entries = Vec::new();
+        let mut entries: Vec<(String, String)> = Vec::new();
         for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (key, value) = item
-                .split_once('=')
-                .ok_or_else(|| syntax(format!("{item:?} is not key=value")))?;
+            let Some((key, value)) = item.split_once('=') else {
+                let (_, list) = entries
+                    .last_mut()
+                    .ok_or_else(|| syntax(format!("{item:?} is not key=value")))?;
+                if item.contains(['(', ')']) {
+                    return Err(syntax(format!(
+                        "{item:?}: nested option groups are not supported"
+                    )));
+                }
+                list.push(',');
+                list.push_str(item);
+                continue;
+            };
             let key = key.trim();
             if key.is_empty() {
                 return Err(syntax(format!("{item:?} has no key before `=`")));
@@ -133,8 +145,24 @@ mod tests {
     }
 
     #[test]
+    fn a_list_value_runs_to_the_next_key() {
+        let o = BackendOptions::parse("gpus=0, 2 ,3,max_batch=64,lanes=1").unwrap();
+        assert_eq!(
+            o.get::<String>("cuda-fp16", "gpus").unwrap().unwrap(),
+            "0,2,3"
+        );
+        assert_eq!(o.get::<usize>("cuda-fp16", "max_batch").unwrap(), Some(64));
+        assert_eq!(o.get::<usize>("cuda-fp16", "lanes").unwrap(), Some(1));
+        let o = BackendOptions::parse("threads=2,4").unwrap();
+        let err = o.get::<usize>("cpu", "threads").unwrap_err().to_string();
+        assert!(err.contains("2,4"), "{err}");
+    }
+
+    #[test]
     fn bad_syntax_and_values() {
         assert!(BackendOptions::parse("threads").is_err());
+        assert!(BackendOptions::parse("threads,gpus=1").is_err());
+        assert!(BackendOptions::parse("gpus=0,(gpu=1)").is_err());
         assert!(BackendOptions::parse("a=1,a=2").is_err());
         assert!(BackendOptions::parse("cuda(gpu=1)").is_err());
         assert!(BackendOptions::parse("").unwrap().finish("cpu").is_ok());

@@ -26,10 +26,35 @@ impl ProfileOutputs {
     pub fn wanted(&self) -> bool {
         self.table || self.trace.is_some() || self.plot.is_some() || self.roofline.is_some()
     }
+
+    /// The outputs for GPU `gpu` of several: each file's name with `.gpuN` before its
+    /// extension (`trace.json` → `trace.gpu1.json`); unchanged for `None`.
+    pub fn for_gpu(&self, gpu: Option<usize>) -> Self {
+        let Some(gpu) = gpu else {
+            return self.clone();
+        };
+        let named = |path: &Option<PathBuf>| {
+            path.as_ref().map(|path| {
+                let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+                let name = match path.extension() {
+                    Some(ext) => format!("{stem}.gpu{gpu}.{}", ext.to_string_lossy()),
+                    None => format!("{stem}.gpu{gpu}"),
+                };
+                path.with_file_name(name)
+            })
+        };
+        Self {
+            table: self.table,
+            trace: named(&self.trace),
+            plot: named(&self.plot),
+            roofline: named(&self.roofline),
+        }
+    }
 }
 
 /// Runs the benchmark and prints lc0's CSV (the header again every 32 sizes unless
-/// `header_only_once`), then the memory line and the profile outputs asked for.
+/// `header_only_once`), then the memory lines, how several GPUs shared the work, and the profile
+/// outputs asked for.
 pub fn backendbench(
     net: &NetChoice,
     config: &BenchConfig,
@@ -57,6 +82,9 @@ pub fn backendbench(
     })?;
     if let Some(memory) = backend.memory_report() {
         eprintln!("{memory}");
+    }
+    if let Some(usage) = backend.usage_report() {
+        eprintln!("{usage}");
     }
     if outputs.wanted() {
         report_profile(backend.as_ref(), outputs)?;

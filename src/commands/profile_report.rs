@@ -1,7 +1,7 @@
 //! The `backendbench --profile/--trace/--plot` outputs of a profiled backend.
 
 use super::{CommandError, ProfileOutputs};
-use crate::backend::Backend;
+use crate::backend::{Backend, ProfileReport};
 use crate::profile::{
     chrome_trace, kernel_table, layer_table, operation_table, peak_for, roofline_chart, svg_chart,
 };
@@ -9,12 +9,32 @@ use crate::profile::{
 /// Rows of the profile's kernel table.
 const KERNEL_TABLE_ROWS: usize = 25;
 
-/// Prints the plans and tables (stderr) and writes the trace and chart files `outputs` asks for.
+/// Prints the plans and tables (stderr) and writes the trace and chart files `outputs` asks for:
+/// for each GPU of a backend over several, under a heading and in files named for the GPU.
 pub(super) fn report_profile(
     backend: &dyn Backend,
     outputs: &ProfileOutputs,
 ) -> Result<(), CommandError> {
-    let report = backend.profile_report().ok_or(CommandError::NoProfile)?;
+    let reports = backend.profile_reports();
+    if reports.is_empty() {
+        return Err(CommandError::NoProfile);
+    }
+    for report in &reports {
+        let gpu = if reports.len() > 1 { report.gpu } else { None };
+        if let Some(gpu) = gpu {
+            eprintln!("== GPU {gpu}: {}", report.device);
+        }
+        report_one(backend, report, &outputs.for_gpu(gpu))?;
+    }
+    Ok(())
+}
+
+/// The profile of one device.
+fn report_one(
+    backend: &dyn Backend,
+    report: &ProfileReport,
+    outputs: &ProfileOutputs,
+) -> Result<(), CommandError> {
     if report.passes.is_empty() {
         return Err(CommandError::NoProfiledPasses);
     }

@@ -291,14 +291,11 @@ impl Search {
         &self.backend
     }
 
-    /// The search threads a search runs: `params.threads`, or where that is 0 lc0's default
-    /// for the backend (one more than the backend's own, i.e. 2 on a GPU whose calls from two
-    /// threads run side by side on its lanes, 1 on the CPU, whose backend already uses every
-    /// core).
+    /// The search threads a search runs: `params.threads`, or where that is 0 the backend's
+    /// recommendation (lc0's default: one more than the backend's own threads).
     pub fn threads(&self) -> usize {
         match self.params.threads {
-            0 if self.backend.attributes().runs_on_cpu => 1,
-            0 => 2,
+            0 => self.backend.attributes().recommended_threads.max(1),
             n => n,
         }
     }

@@ -93,6 +93,7 @@ impl Backend for CpuBackend {
             runs_on_cpu: true,
             max_batch: self.max_batch,
             recommended_batch: 8,
+            recommended_threads: 1,
         }
     }
 
@@ -127,13 +128,16 @@ impl Backend for CpuBackend {
         })
     }
 
-    fn profile_report(&self) -> Option<ProfileReport> {
-        let passes = self.profile.as_ref()?;
-        Some(ProfileReport {
+    fn profile_reports(&self) -> Vec<ProfileReport> {
+        let Some(passes) = self.profile.as_ref() else {
+            return Vec::new();
+        };
+        vec![ProfileReport {
             device: format!("cpu ({} threads)", self.pool.current_num_threads()),
+            gpu: None,
             passes: passes.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             plans: Vec::new(),
-        })
+        }]
     }
 
     fn reset_profile(&self) {

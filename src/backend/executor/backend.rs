@@ -477,6 +477,7 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
             runs_on_cpu: false,
             max_batch: self.options.max_batch,
             recommended_batch: 2 * self.device.info().multiprocessors as usize,
+            recommended_threads: 2,
         }
     }
 
@@ -535,8 +536,11 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
             .map_err(|error| self.gpu_error(error))
     }
 
-    fn profile_report(&self) -> Option<ProfileReport> {
-        self.options.profile.then(|| {
+    fn profile_reports(&self) -> Vec<ProfileReport> {
+        if !self.options.profile {
+            return Vec::new();
+        }
+        vec![{
             let mut passes = Vec::new();
             self.each_lane(|lane| passes.extend(lane.profile.iter().cloned()));
             let plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
@@ -545,6 +549,7 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
             sizes.dedup();
             ProfileReport {
                 device: self.device.info().name.clone(),
+                gpu: Some(self.options.gpu),
                 plans: sizes
                     .iter()
                     .filter_map(|size| plans.get(size))
@@ -552,7 +557,7 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
                     .collect(),
                 passes,
             }
-        })
+        }]
     }
 
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {

@@ -21,7 +21,8 @@ mod trace;
 
 use std::sync::Arc;
 
-use super::{Backend, BackendError, BackendOptions};
+use super::gpus::GpuSelection;
+use super::{Backend, BackendError, BackendOptions, MultiGpu};
 use crate::gpu::{GemmPath, GpuDevice, GpuError, GpuResult};
 use crate::weights::Model;
 use attention::AttentionPass;
@@ -67,12 +68,14 @@ pub struct GpuOptions {
 }
 
 impl GpuOptions {
-    /// Reads `gpu`, `max_batch`, `gemm`, `graph`, and applies `policy_head`, `value_head` and
-    /// `mlh` to the network (a residual tower has only lc0's default heads).
+    /// The options for GPU `gpu`: reads `max_batch`, `gemm`, `graph`, ..., and applies
+    /// `policy_head`, `value_head` and `mlh` to the network (a residual tower has only lc0's
+    /// default heads).
     pub fn take(
         backend: &str,
         options: &BackendOptions,
         network: &mut Model,
+        gpu: usize,
     ) -> Result<Self, BackendError> {
         let bad = |key: &str, value: String, reason: &str| BackendError::BadOption {
             backend: backend.to_owned(),
@@ -114,7 +117,7 @@ impl GpuOptions {
             }
         }
         Ok(Self {
-            gpu: options.get::<usize>(backend, "gpu")?.unwrap_or(0),
+            gpu,
             max_batch,
             gemm,
             graph: options.get::<bool>(backend, "graph")?.unwrap_or(true),
@@ -154,12 +157,18 @@ pub fn create_cuda(
     network: Model,
     options: &BackendOptions,
 ) -> Result<Box<dyn Backend>, BackendError> {
-    create_on(name, network, options, |o| {
-        Ok(Arc::new(crate::gpu::cuda::CudaDevice::new(
-            o.gpu,
-            o.gemm_timing,
-        )?))
-    })
+    create_on(
+        name,
+        network,
+        options,
+        crate::gpu::cuda::device_count,
+        |o| {
+            Ok(Arc::new(crate::gpu::cuda::CudaDevice::new(
+                o.gpu,
+                o.gemm_timing,
+            )?))
+        },
+    )
 }
 
 /// `rocm-fp16` / `rocm` on the AMD GPU chosen by the options, through lc0rs' own HIP, rocBLAS
@@ -169,7 +178,7 @@ pub fn create_rocm(
     network: Model,
     options: &BackendOptions,
 ) -> Result<Box<dyn Backend>, BackendError> {
-    create_on(name, network, options, |o| {
+    create_on(name, network, options, crate::gpu::hip::gpu_count, |o| {
         Ok(Arc::new(crate::gpu::hip::device::HipDevice::new(
             o.gpu,
             o.gemm_timing,
@@ -197,8 +206,10 @@ pub fn open_device(name: &str, gpu: usize) -> GpuResult<Arc<dyn GpuDevice>> {
 }
 
 /// `hip-emu`: the `rocm-fp16` executor on an emulated AMD GPU (`crate::gpu::emu`), with
-/// `wave=64|32` (default 64: CDNA's waves; 32: RDNA's) and `lt_release=7|6` (default 7: which
-/// hipBLASLt's epilogues are emulated; 6 leaves bias+SiLU's SiLU to the kernel).
+/// `wave=64|32` (default 64: CDNA's waves; 32: RDNA's), `lt_release=7|6` (default 7: which
+/// hipBLASLt's epilogues are emulated; 6 leaves bias+SiLU's SiLU to the kernel) and
+/// `emulated_gpus=N` (default 1: how many GPUs the emulated machine has, each with memory of
+/// its own, for `gpus=`).
 pub fn create_hip_emu(
     name: &str,
     network: Model,
@@ -220,32 +231,93 @@ pub fn create_hip_emu(
         6 => LtRelease::Rocm6,
         other => return Err(bad("lt_release", other.to_string(), "expected 7 or 6")),
     };
-    create_on(name, network, options, |_| {
-        Ok(Arc::new(EmuDevice::new(&BuildConfig::new(wave)?, lt)?))
-    })
+    let emulated_gpus = options.get::<usize>(name, "emulated_gpus")?.unwrap_or(1);
+    if emulated_gpus == 0 {
+        return Err(bad("emulated_gpus", "0".to_owned(), "must be at least 1"));
+    }
+    create_on(
+        name,
+        network,
+        options,
+        || Ok(emulated_gpus),
+        |o| {
+            if o.gpu >= emulated_gpus {
+                return Err(GpuError::Unsupported(format!(
+                    "emulated GPU {} requested, the emulated machine has {emulated_gpus} (emulated_gpus)",
+                    o.gpu
+                )));
+            }
+            Ok(Arc::new(EmuDevice::new(&BuildConfig::new(wave)?, lt)?))
+        },
+    )
 }
 
-/// A GPU backend called `name` on the device `open` gives for the options (the `gpu`
-/// option's ordinal, `gemm_timing`), running `network`'s pass.
+/// A GPU backend called `name` over the GPUs the options select (`gpu`, `gpus`; `count` says
+/// how many the machine has), each device opened by `open` for its options (its ordinal,
+/// `gemm_timing`), running `network`'s pass: one GPU's backend, or a [`MultiGpu`] over a
+/// backend a GPU, made side by side.
 fn create_on(
     name: &str,
     mut network: Model,
     options: &BackendOptions,
-    open: impl FnOnce(&GpuOptions) -> GpuResult<Arc<dyn GpuDevice>>,
+    count: impl FnOnce() -> GpuResult<usize>,
+    open: impl Fn(&GpuOptions) -> GpuResult<Arc<dyn GpuDevice>> + Sync,
 ) -> Result<Box<dyn Backend>, BackendError> {
-    let gpu_options = GpuOptions::take(name, options, &mut network)?;
+    let selection = GpuSelection::take(name, options)?;
+    let gpu_options = GpuOptions::take(name, options, &mut network, 0)?;
     let gpu_error = |error: GpuError| BackendError::Gpu {
         backend: name.to_owned(),
         error,
     };
-    let device = open(&gpu_options).map_err(gpu_error)?;
+    let ordinals = selection.ordinals(name, || count().map_err(gpu_error))?;
+    let on_gpu = |gpu: usize, name: &str| {
+        let options = GpuOptions {
+            gpu,
+            ..gpu_options.clone()
+        };
+        one_gpu(name, &network, options, &open)
+    };
+    if let [gpu] = ordinals[..] {
+        return on_gpu(gpu, name);
+    }
+    let members = std::thread::scope(|scope| {
+        let making: Vec<_> = ordinals
+            .iter()
+            .map(|&gpu| {
+                let on_gpu = &on_gpu;
+                scope.spawn(move || Ok((gpu, on_gpu(gpu, &format!("{name} GPU {gpu}"))?)))
+            })
+            .collect();
+        making
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect::<Result<Vec<_>, BackendError>>()
+    })?;
+    Ok(Box::new(MultiGpu::new(name, members, selection.policy)))
+}
+
+/// The backend called `name` on the one GPU of `options`, running `network`'s pass.
+fn one_gpu(
+    name: &str,
+    network: &Model,
+    options: GpuOptions,
+    open: &impl Fn(&GpuOptions) -> GpuResult<Arc<dyn GpuDevice>>,
+) -> Result<Box<dyn Backend>, BackendError> {
+    let gpu_error = |error: GpuError| BackendError::Gpu {
+        backend: name.to_owned(),
+        error,
+    };
+    let device = open(&options).map_err(gpu_error)?;
     Ok(match network {
         Model::Attention(network) => Box::new(
             GpuBackend::new(
                 name,
                 device,
-                |device| AttentionPass::new(device, &network),
-                gpu_options,
+                |device| AttentionPass::new(device, network),
+                options,
             )
             .map_err(gpu_error)?,
         ),
@@ -253,8 +325,8 @@ fn create_on(
             GpuBackend::new(
                 name,
                 device,
-                |device| TowerPass::new(device, &network),
-                gpu_options,
+                |device| TowerPass::new(device, network),
+                options,
             )
             .map_err(gpu_error)?,
         ),

@@ -83,6 +83,12 @@ pub fn report() -> Vec<String> {
     lines
 }
 
+/// The number of AMD GPUs the HIP runtime reports, or why it cannot tell (no runtime).
+pub fn gpu_count() -> Result<usize, GpuError> {
+    let hip = Hip::load()?;
+    Ok(device_count_of(&hip)?)
+}
+
 /// The number of AMD GPUs the HIP runtime reports (0 without a runtime).
 pub fn device_count() -> usize {
     Hip::load()
