@@ -197,8 +197,8 @@ impl Buffers {
                 .iter()
                 .flat_map(|&x| f16::from_f32(x).to_le_bytes())
                 .collect();
-            let buffer = device.alloc(bytes.len())?;
-            device.upload(buffer.ptr(), &bytes)?;
+            let mut buffer = device.alloc(bytes.len())?;
+            buffer.copy_from_host(device, 0, &bytes)?;
             Ok(buffer)
         };
         Ok(Self {
@@ -222,14 +222,11 @@ pub fn measure(
 ) -> Result<Measurement, AttnBenchError> {
     check_available(device, implementation, &case)?;
     let buffers = Buffers::new(device, &case, 82)?;
-    let max_abs_error = check(device, implementation, &case, &buffers)?;
-    let us = match time(
-        device,
-        implementation,
-        &case,
-        &buffers,
-        (warmup, iterations, repeats),
-    ) {
+    // SAFETY: `buffers` were just made for `case` on `device`, and only these calls use them.
+    let max_abs_error = unsafe { check(device, implementation, &case, &buffers)? };
+    let runs = (warmup, iterations, repeats);
+    // SAFETY: as for `check`.
+    let us = match unsafe { time(device, implementation, &case, &buffers, runs) } {
         Ok(us) => Ok(us),
         Err(GpuError::Unsupported(why)) => Err(why),
         Err(error) => return Err(error.into()),
@@ -243,31 +240,37 @@ pub fn measure(
 }
 
 /// The median per-call time in µs of `repeats` event-timed runs of `iterations` calls.
-fn time(
+///
+/// # Safety
+/// As for [`run`].
+unsafe fn time(
     device: &dyn GpuDevice,
     implementation: AttentionImpl,
     case: &Case,
     buffers: &Buffers,
     (warmup, iterations, repeats): (usize, usize, usize),
 ) -> Result<f64, GpuError> {
-    // The first event before any warm-up, so that a device without events says so at once.
-    device.clear_events();
-    device.record_event()?;
-    for _ in 0..warmup {
-        run(device, implementation, case, buffers)?;
-    }
-    let mut times = Vec::with_capacity(repeats);
-    for _ in 0..repeats.max(1) {
-        let start = device.record_event()?;
-        for _ in 0..iterations.max(1) {
+    // SAFETY: the caller's promise, passed on to `run`.
+    unsafe {
+        // The first event before any warm-up, so that a device without events says so at once.
+        device.clear_events();
+        device.record_event()?;
+        for _ in 0..warmup {
             run(device, implementation, case, buffers)?;
         }
-        let end = device.record_event()?;
-        times.push(f64::from(device.elapsed_ms(start, end)?) * 1e3 / iterations.max(1) as f64);
+        let mut times = Vec::with_capacity(repeats);
+        for _ in 0..repeats.max(1) {
+            let start = device.record_event()?;
+            for _ in 0..iterations.max(1) {
+                run(device, implementation, case, buffers)?;
+            }
+            let end = device.record_event()?;
+            times.push(f64::from(device.elapsed_ms(start, end)?) * 1e3 / iterations.max(1) as f64);
+        }
+        device.clear_events();
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
     }
-    device.clear_events();
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
 }
 
 fn check_available(
@@ -301,66 +304,73 @@ fn check_available(
 }
 
 /// One call of `implementation` over `buffers`.
-fn run(
+///
+/// # Safety
+/// `b` was made by `Buffers::new` on `device`'s GPU for `case`, and no other work uses it.
+unsafe fn run(
     device: &dyn GpuDevice,
     implementation: AttentionImpl,
     case: &Case,
     b: &Buffers,
 ) -> Result<(), GpuError> {
-    let bias = case.smolgen.then(|| b.bias_gpu.ptr());
-    let heads = case.heads as i32;
-    match implementation {
-        AttentionImpl::Naive => launchers::attention_naive(
-            device,
-            naive_member(case.depth),
-            Launch {
-                grid: [case.heads as u32, case.batch as u32, 1],
-                block: [64, 1, 1],
-                shared_bytes: 0,
-            },
-            b.qkv_gpu.ptr(),
-            bias,
-            b.ctx.ptr(),
-            heads,
-        ),
-        AttentionImpl::Unfused => unfused(device, case, b),
-        AttentionImpl::Portable | AttentionImpl::TensorCores | AttentionImpl::MatrixCores => {
-            let kernel = AttentionKernel::for_depth(case.depth, family(implementation))
-                .expect("checked by check_available");
-            let info = device.info();
-            let shape = (info.multiprocessors as usize, info.warp_size as usize);
-            let how = attention_launch(kernel, case.heads, case.batch, shape);
-            match kernel {
-                AttentionKernel::Portable(k) => launchers::attention(
-                    device,
-                    k,
-                    how.launch,
-                    b.qkv_gpu.ptr(),
-                    None,
-                    bias,
-                    b.ctx.ptr(),
-                    heads,
-                ),
-                AttentionKernel::TensorCores(k) => launchers::attention_mma(
-                    device,
-                    k,
-                    how.launch,
-                    b.qkv_gpu.ptr(),
-                    bias,
-                    b.ctx.ptr(),
-                    heads,
-                    how.heads_per_block.unwrap_or(1),
-                ),
-                AttentionKernel::MatrixCores(k) => launchers::attention_matrix(
-                    device,
-                    k,
-                    how.launch,
-                    b.qkv_gpu.ptr(),
-                    None,
-                    bias,
-                    b.ctx.ptr(),
-                    heads,
-                ),
+    // SAFETY: `b`'s buffers hold `case`'s qkv, bias, scores and context (the caller's
+    // promise), the sizes every launch below derives from `case`.
+    unsafe {
+        let bias = case.smolgen.then(|| b.bias_gpu.ptr());
+        let heads = case.heads as i32;
+        match implementation {
+            AttentionImpl::Naive => launchers::attention_naive(
+                device,
+                naive_member(case.depth),
+                Launch {
+                    grid: [case.heads as u32, case.batch as u32, 1],
+                    block: [64, 1, 1],
+                    shared_bytes: 0,
+                },
+                b.qkv_gpu.ptr(),
+                bias,
+                b.ctx.ptr(),
+                heads,
+            ),
+            AttentionImpl::Unfused => unfused(device, case, b),
+            AttentionImpl::Portable | AttentionImpl::TensorCores | AttentionImpl::MatrixCores => {
+                let kernel = AttentionKernel::for_depth(case.depth, family(implementation))
+                    .expect("checked by check_available");
+                let info = device.info();
+                let shape = (info.multiprocessors as usize, info.warp_size as usize);
+                let how = attention_launch(kernel, case.heads, case.batch, shape);
+                match kernel {
+                    AttentionKernel::Portable(k) => launchers::attention(
+                        device,
+                        k,
+                        how.launch,
+                        b.qkv_gpu.ptr(),
+                        None,
+                        bias,
+                        b.ctx.ptr(),
+                        heads,
+                    ),
+                    AttentionKernel::TensorCores(k) => launchers::attention_mma(
+                        device,
+                        k,
+                        how.launch,
+                        b.qkv_gpu.ptr(),
+                        bias,
+                        b.ctx.ptr(),
+                        heads,
+                        how.heads_per_block.unwrap_or(1),
+                    ),
+                    AttentionKernel::MatrixCores(k) => launchers::attention_matrix(
+                        device,
+                        k,
+                        how.launch,
+                        b.qkv_gpu.ptr(),
+                        None,
+                        bias,
+                        b.ctx.ptr(),
+                        heads,
+                    ),
+                }
             }
         }
     }
@@ -387,73 +397,86 @@ fn naive_member(depth: usize) -> NaiveAttention {
 
 /// Scores = Q·Kᵀ/√depth per head (batched over positions), softmax with the bias, context = P·V
 /// per head.
-fn unfused(device: &dyn GpuDevice, case: &Case, b: &Buffers) -> Result<(), GpuError> {
-    let (d_model, depth) = (case.d_model(), case.depth);
-    let row_stride = 3 * d_model;
-    let position_stride = 64 * row_stride;
-    let half = |buffer: &GpuBuffer, elements: usize| buffer.at(2 * elements);
-    for h in 0..case.heads {
-        device.batched_product(&BatchedProduct {
-            batch: case.batch,
-            m: 64,
-            n: 64,
-            k: depth,
-            alpha: 1.0 / (depth as f32).sqrt(),
-            a: half(&b.qkv_gpu, h * depth),
-            lda: row_stride,
-            stride_a: position_stride,
-            b: half(&b.qkv_gpu, d_model + h * depth),
-            ldb: row_stride,
-            stride_b: position_stride,
-            b_transposed: false,
-            c: half(&b.scores, h * 4096),
-            ldc: 64,
-            stride_c: case.heads * 4096,
-        })?;
+///
+/// # Safety
+/// As for [`run`].
+unsafe fn unfused(device: &dyn GpuDevice, case: &Case, b: &Buffers) -> Result<(), GpuError> {
+    // SAFETY: as in `run`: `b` holds `case`'s tensors, which bound every product and row.
+    unsafe {
+        let (d_model, depth) = (case.d_model(), case.depth);
+        let row_stride = 3 * d_model;
+        let position_stride = 64 * row_stride;
+        let half = |buffer: &GpuBuffer, elements: usize| buffer.at(2 * elements);
+        for h in 0..case.heads {
+            device.batched_product(&BatchedProduct {
+                batch: case.batch,
+                m: 64,
+                n: 64,
+                k: depth,
+                alpha: 1.0 / (depth as f32).sqrt(),
+                a: half(&b.qkv_gpu, h * depth),
+                lda: row_stride,
+                stride_a: position_stride,
+                b: half(&b.qkv_gpu, d_model + h * depth),
+                ldb: row_stride,
+                stride_b: position_stride,
+                b_transposed: false,
+                c: half(&b.scores, h * 4096),
+                ldc: 64,
+                stride_c: case.heads * 4096,
+            })?;
+        }
+        let rows = case.batch * case.heads * 64;
+        launchers::softmax_rows64(
+            device,
+            Launch::elements(rows * 32),
+            b.scores.ptr(),
+            case.smolgen.then(|| b.bias_gpu.ptr()),
+            rows as i64,
+        )?;
+        for h in 0..case.heads {
+            device.batched_product(&BatchedProduct {
+                batch: case.batch,
+                m: 64,
+                n: depth,
+                k: 64,
+                alpha: 1.0,
+                a: half(&b.scores, h * 4096),
+                lda: 64,
+                stride_a: case.heads * 4096,
+                b: half(&b.qkv_gpu, 2 * d_model + h * depth),
+                ldb: row_stride,
+                stride_b: position_stride,
+                b_transposed: true,
+                c: half(&b.ctx, h * depth),
+                ldc: d_model,
+                stride_c: 64 * d_model,
+            })?;
+        }
+        Ok(())
     }
-    let rows = case.batch * case.heads * 64;
-    launchers::softmax_rows64(
-        device,
-        Launch::elements(rows * 32),
-        b.scores.ptr(),
-        case.smolgen.then(|| b.bias_gpu.ptr()),
-        rows as i64,
-    )?;
-    for h in 0..case.heads {
-        device.batched_product(&BatchedProduct {
-            batch: case.batch,
-            m: 64,
-            n: depth,
-            k: 64,
-            alpha: 1.0,
-            a: half(&b.scores, h * 4096),
-            lda: 64,
-            stride_a: case.heads * 4096,
-            b: half(&b.qkv_gpu, 2 * d_model + h * depth),
-            ldb: row_stride,
-            stride_b: position_stride,
-            b_transposed: true,
-            c: half(&b.ctx, h * depth),
-            ldc: d_model,
-            stride_c: 64 * d_model,
-        })?;
-    }
-    Ok(())
 }
 
 /// Runs once into a poisoned output and compares the first and the last position with the f64
 /// reference; the max abs error.
-fn check(
+///
+/// # Safety
+/// As for [`run`].
+unsafe fn check(
     device: &dyn GpuDevice,
     implementation: AttentionImpl,
     case: &Case,
     b: &Buffers,
 ) -> Result<f64, AttnBenchError> {
     let elements = case.batch * 64 * case.d_model();
-    device.fill(b.ctx.ptr(), elements * 2, 0xFF)?; // fp16 NaN everywhere
-    run(device, implementation, case, b)?;
+    // SAFETY: `b` was made for `case` on this device (the caller's promise): `ctx` holds
+    // `elements` halves; nothing else uses the buffers.
+    unsafe {
+        device.fill(b.ctx.ptr(), elements * 2, 0xFF)?; // fp16 NaN everywhere
+        run(device, implementation, case, b)?;
+    }
     let mut bytes = vec![0u8; elements * 2];
-    device.download(b.ctx.ptr(), &mut bytes)?;
+    b.ctx.copy_to_host(device, 0, &mut bytes)?;
     let got: Vec<f32> = bytes
         .chunks_exact(2)
         .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())

@@ -132,7 +132,11 @@ pub fn epilogue_activation(epilogue: Epilogue) -> Activation {
 /// A dense layer on `path`: through the Lt library (`lt`, which says how much of the
 /// epilogue it fused) or the BLAS library (`blas`, which fuses none), then our kernel for what
 /// is left of the epilogue. Every device runs `GpuDevice::linear` through this.
-pub fn linear_on(
+///
+/// # Safety
+/// [`GpuDevice::linear`]'s: the device-memory contract for `op`'s pointers and sizes (`lt` and
+/// `blas` are handed `op` or its column-major form and nothing else).
+pub unsafe fn linear_on(
     device: &dyn GpuDevice,
     path: GemmPath,
     op: &Linear,
@@ -146,12 +150,16 @@ pub fn linear_on(
             Fused::Nothing
         }
     };
-    finish_with_kernel(device, op, fused)
+    // SAFETY: `op`'s pointers and sizes, the caller's promise.
+    unsafe { finish_with_kernel(device, op, fused) }
 }
 
 /// Finishes `op` after a GEMM library did what `fused` says: adds the bias if still due and
 /// applies the epilogue's activation, in one `bias_activation` pass (nothing if all was fused).
-fn finish_with_kernel(device: &dyn GpuDevice, op: &Linear, fused: Fused) -> GpuResult<()> {
+///
+/// # Safety
+/// As [`linear_on`]: `op.y` holds `m × n` values (`ldy == n` is checked), `op.bias` `n`.
+unsafe fn finish_with_kernel(device: &dyn GpuDevice, op: &Linear, fused: Fused) -> GpuResult<()> {
     let bias = match fused {
         Fused::Everything => return Ok(()),
         Fused::Bias => None,
@@ -166,15 +174,19 @@ fn finish_with_kernel(device: &dyn GpuDevice, op: &Linear, fused: Fused) -> GpuR
             "a bias or activation on a strided GEMM output".to_owned(),
         ));
     }
-    launchers::bias_activation(
-        device,
-        Launch::elements(op.m * op.n / 8),
-        op.y,
-        bias,
-        op.m as i64,
-        op.n as i32,
-        activation_code(activation),
-    )
+    // SAFETY: the kernel touches `m × n` values of `y` (dense, checked above) and `n` of the
+    // bias: inside what the caller promised for `op`.
+    unsafe {
+        launchers::bias_activation(
+            device,
+            Launch::elements(op.m * op.n / 8),
+            op.y,
+            bias,
+            op.m as i64,
+            op.n as i32,
+            activation_code(activation),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,31 @@
 //! library (with bias/activation epilogues, descriptors and algorithm cached per shape), events
 //! for timing, and graph capture and replay. `cuda` implements it with cudarc, `hip` with
 //! lc0rs' own ROCm bindings, and `emu` on the CPU (an emulated AMD GPU for correctness checks).
+//!
+//! # The device-memory contract
+//!
+//! Rust cannot see what a kernel, a copy, a fill or a GEMM reads and writes on the device, so
+//! every call that takes a raw [`DevicePtr`] is `unsafe` (as cudarc's kernel launch is), and
+//! each of them, the [`GpuDevice`] methods and the typed launchers of
+//! [`kernels::launchers`] alike, requires of its caller this one contract:
+//!
+//! 1. Every `DevicePtr` the call receives points into an allocation of this device (made by
+//!    it or by another lane of it) that stays allocated until the work is done: until the
+//!    stream has run it, or, for work recorded into a graph, for as long as that graph exists
+//!    and may be launched.
+//! 2. That allocation holds every element the call reads or writes for the sizes it is passed
+//!    (rows, columns, leading dimensions, strides, batch, the launch's grid), from the pointer
+//!    on.
+//! 3. No two pieces of work that may run at the same time race on the same bytes (one writes
+//!    what the other reads or writes), unless the stream orders them; this holds until the
+//!    work is done (recorded in a graph: whenever the graph may run), for every access,
+//!    through a raw pointer or a [`GpuBuffer`] method alike.
+//!
+//! A [`GpuGraph`] replays the addresses recorded in it, whose validity the calls recorded
+//! promised for the graph's whole life (point 1), so launching one stays safe: an owner of
+//! graphs drops them before the buffers they use (the executor's lanes and backend do).
+//! [`GpuBuffer`]'s copies check their range against the buffer and borrow it (mutably for a
+//! write), so that plain copies need no `unsafe`.
 
 pub mod attention_bench;
 pub mod cuda;
@@ -16,7 +41,7 @@ pub mod lt_plan;
 mod memory;
 pub mod staging;
 
-pub use memory::{DevicePtr, GpuBuffer};
+pub use memory::{DevicePtr, GpuBuffer, MemorySpace};
 
 /// Why a GPU operation failed. Messages name the call.
 #[derive(Debug, thiserror::Error)]
@@ -212,6 +237,11 @@ pub struct Activity {
 }
 
 /// A recorded sequence of GPU work that can be replayed.
+///
+/// Launching is safe: every call recorded into the graph was an `unsafe` call whose caller
+/// promised that its memory stays allocated, and unraced, for as long as the graph may be
+/// launched (the [device-memory contract](self#the-device-memory-contract)). Whoever captures
+/// a graph therefore drops it before the buffers it uses.
 pub trait GpuGraph: Send {
     fn launch(&self) -> GpuResult<()>;
 }
@@ -219,12 +249,18 @@ pub trait GpuGraph: Send {
 /// A GPU with one stream on which every call is ordered.
 pub trait GpuDevice: Send + Sync {
     fn info(&self) -> &DeviceInfo;
+    /// The memory this device's buffers live in, the same for every lane of one GPU.
+    fn memory_space(&self) -> MemorySpace;
     /// Allocates `bytes` (uninitialised).
     fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer>;
     /// Copies `bytes` host bytes to `dst` (stream-ordered), written by `fill` straight into
     /// the (pinned) staging memory the copy reads from, so that large inputs are not first
     /// built elsewhere and copied.
-    fn upload_with(
+    ///
+    /// # Safety
+    /// The [device-memory contract](self#the-device-memory-contract) for `bytes` at `dst`
+    /// ([`GpuBuffer::copy_from_host_with`] is the checked form).
+    unsafe fn upload_with(
         &self,
         dst: DevicePtr,
         bytes: usize,
@@ -234,28 +270,55 @@ pub trait GpuDevice: Send + Sync {
     /// them to `read` where they landed (pinned staging memory), so that large results are
     /// copied once, into their final place: in consecutive pieces, in order (a device may copy
     /// the next piece while `read` takes one), each a multiple of 4 bytes but maybe the last.
-    fn download_with(
+    ///
+    /// # Safety
+    /// The [device-memory contract](self#the-device-memory-contract) for `bytes` at `src`
+    /// ([`GpuBuffer::copy_to_host_with`] is the checked form).
+    unsafe fn download_with(
         &self,
         src: DevicePtr,
         bytes: usize,
         read: &mut dyn FnMut(&[u8]),
     ) -> GpuResult<()>;
     /// Copies host bytes to `dst` (stream-ordered; `src` is not needed after the call).
-    fn upload(&self, dst: DevicePtr, src: &[u8]) -> GpuResult<()> {
-        self.upload_with(dst, src.len(), &mut |staged| staged.copy_from_slice(src))
+    ///
+    /// # Safety
+    /// The [device-memory contract](self#the-device-memory-contract) for `src.len()` bytes at
+    /// `dst` ([`GpuBuffer::copy_from_host`] is the checked form).
+    unsafe fn upload(&self, dst: DevicePtr, src: &[u8]) -> GpuResult<()> {
+        // SAFETY: `src.len()` bytes at `dst`, the caller's promise.
+        unsafe { self.upload_with(dst, src.len(), &mut |staged| staged.copy_from_slice(src)) }
     }
     /// Copies device bytes to the host, waiting for the stream.
-    fn download(&self, src: DevicePtr, dst: &mut [u8]) -> GpuResult<()> {
+    ///
+    /// # Safety
+    /// The [device-memory contract](self#the-device-memory-contract) for `dst.len()` bytes at
+    /// `src` ([`GpuBuffer::copy_to_host`] is the checked form).
+    unsafe fn download(&self, src: DevicePtr, dst: &mut [u8]) -> GpuResult<()> {
         let bytes = dst.len();
         let mut filled = 0;
-        self.download_with(src, bytes, &mut |landed| {
-            dst[filled..filled + landed.len()].copy_from_slice(landed);
-            filled += landed.len();
-        })
+        // SAFETY: `dst.len()` bytes at `src`, the caller's promise.
+        unsafe {
+            self.download_with(src, bytes, &mut |landed| {
+                dst[filled..filled + landed.len()].copy_from_slice(landed);
+                filled += landed.len();
+            })
+        }
     }
     /// Fills `bytes` at `dst` with the byte `value`.
-    fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()>;
-    fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()>;
+    ///
+    /// # Safety
+    /// The [device-memory contract](self#the-device-memory-contract) for `bytes` at `dst`
+    /// ([`GpuBuffer::fill`] is the checked form for a whole buffer).
+    unsafe fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()>;
+    /// Launches `kernel` with `args` (the typed launchers of [`kernels::launchers`] are the
+    /// callers, so that the arguments match the kernel's parameters).
+    ///
+    /// # Safety
+    /// The [device-memory contract](self#the-device-memory-contract) for every pointer of
+    /// `args`, with the sizes the kernel derives from the other arguments and `launch`; the
+    /// arguments match the kernel's parameters in number and kind.
+    unsafe fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()>;
     /// Device memory (used, total) in bytes, for every process on the device.
     fn memory(&self) -> GpuResult<(usize, usize)>;
     /// Whether a kernel was compiled for this device (vendor-only fast paths).
@@ -278,8 +341,19 @@ pub trait GpuDevice: Send + Sync {
     fn gemm_path_unavailable(&self, _path: GemmPath) -> Option<String> {
         None
     }
-    fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()>;
-    fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()>;
+    /// Runs the dense layer `op` on `path`.
+    ///
+    /// # Safety
+    /// The [device-memory contract](self#the-device-memory-contract) for `op`'s pointers: `x`
+    /// holds `m` rows of `k` (row stride `ldx`), `w` `n × k`, `y` `m` rows of `n` (stride
+    /// `ldy`), `bias` (if any) `n` values, all fp16.
+    unsafe fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()>;
+    /// Runs the per-batch products `op`.
+    ///
+    /// # Safety
+    /// The [device-memory contract](self#the-device-memory-contract) for `op`'s pointers with
+    /// its sizes, leading dimensions and batch strides.
+    unsafe fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()>;
     fn synchronize(&self) -> GpuResult<()>;
     /// Starts recording the stream's work into a graph instead of running it.
     fn begin_capture(&self) -> GpuResult<()>;

@@ -18,14 +18,17 @@ pub fn check_conv_gather(device: &dyn GpuDevice) {
         let x_gpu = upload(device, &x);
         let out = poisoned(device, batch * 64 * 9 * channels);
         let vector = if channels % 8 == 0 { 8 } else { 1 };
-        launchers::conv_gather3x3(
-            device,
-            Launch::elements(batch * 64 * 9 * channels / vector),
-            x_gpu.ptr(),
-            channels as i32,
-            out.ptr(),
-            batch as i32,
-        )
+        // SAFETY: x holds `batch × 64 × channels` halves, out 9 times that.
+        unsafe {
+            launchers::conv_gather3x3(
+                device,
+                Launch::elements(batch * 64 * 9 * channels / vector),
+                x_gpu.ptr(),
+                channels as i32,
+                out.ptr(),
+                batch as i32,
+            )
+        }
         .unwrap();
         let got = download(device, &out, batch * 64 * 9 * channels);
         for b in 0..batch {
@@ -65,16 +68,19 @@ pub fn check_bias_residual_act(device: &dyn GpuDevice) {
     let x = random_f16(rows * cols, 602, 2.0);
     let gpu = [&y, &bias].map(|v| upload(device, v));
     let x_gpu = upload(device, &x);
-    launchers::bias_residual_act(
-        device,
-        Launch::elements(rows * cols),
-        gpu[0].ptr(),
-        gpu[1].ptr(),
-        x_gpu.ptr(),
-        rows as i64,
-        cols as i32,
-        activation_code(Activation::Mish),
-    )
+    // SAFETY: y and x hold `rows × cols` halves, bias `cols`.
+    unsafe {
+        launchers::bias_residual_act(
+            device,
+            Launch::elements(rows * cols),
+            gpu[0].ptr(),
+            gpu[1].ptr(),
+            x_gpu.ptr(),
+            rows as i64,
+            cols as i32,
+            activation_code(Activation::Mish),
+        )
+    }
     .unwrap();
     let got = download(device, &x_gpu, rows * cols);
     let mut worst = 0.0f64;
@@ -117,20 +123,24 @@ pub fn check_se_residual(device: &dyn GpuDevice) {
             block: [SE_RESIDUAL_THREADS, 1, 1],
             shared_bytes: ((3 * channels + se) * 4) as u32,
         };
-        launchers::se_residual(
-            device,
-            launch,
-            gpu[0].ptr(),
-            gpu[1].ptr(),
-            x_gpu.ptr(),
-            channels as i32,
-            gpu[2].ptr(),
-            gpu[3].ptr(),
-            se as i32,
-            gpu[4].ptr(),
-            gpu[5].ptr(),
-            activation_code(act),
-        )
+        // SAFETY: y and x hold `batch × 64 × channels` halves, bias `channels`, w1 and b1
+        // `se × channels` and `se`, w2 and b2 `2·channels × se` and `2·channels`.
+        unsafe {
+            launchers::se_residual(
+                device,
+                launch,
+                gpu[0].ptr(),
+                gpu[1].ptr(),
+                x_gpu.ptr(),
+                channels as i32,
+                gpu[2].ptr(),
+                gpu[3].ptr(),
+                se as i32,
+                gpu[4].ptr(),
+                gpu[5].ptr(),
+                activation_code(act),
+            )
+        }
         .unwrap();
         let got = download(device, &x_gpu, batch * 64 * channels);
         let mut worst = 0.0f64;
@@ -190,23 +200,27 @@ pub fn check_policy_gather(device: &dyn GpuDevice) {
         })
         .collect();
     let map_bytes: Vec<u8> = map.iter().flat_map(|i| i.to_le_bytes()).collect();
-    let map_gpu = device.alloc(map_bytes.len()).unwrap();
-    device.upload(map_gpu.ptr(), &map_bytes).unwrap();
-    let out = device.alloc(batch * 1858 * 4).unwrap();
-    device.fill(out.ptr(), batch * 1858 * 4, 0xFF).unwrap();
-    launchers::policy_gather(
-        device,
-        Launch::elements(batch * count),
-        input_gpu.ptr(),
-        count as i32,
-        map_gpu.ptr(),
-        count as i32,
-        out.ptr(),
-        batch as i32,
-    )
+    let mut map_gpu = device.alloc(map_bytes.len()).unwrap();
+    map_gpu.copy_from_host(device, 0, &map_bytes).unwrap();
+    let mut out = device.alloc(batch * 1858 * 4).unwrap();
+    out.fill(device, 0xFF).unwrap();
+    // SAFETY: input holds `batch × count` halves, the map `count` indices, out `batch × 1858`
+    // f32.
+    unsafe {
+        launchers::policy_gather(
+            device,
+            Launch::elements(batch * count),
+            input_gpu.ptr(),
+            count as i32,
+            map_gpu.ptr(),
+            count as i32,
+            out.ptr(),
+            batch as i32,
+        )
+    }
     .unwrap();
     let mut bytes = vec![0u8; batch * 1858 * 4];
-    device.download(out.ptr(), &mut bytes).unwrap();
+    out.copy_to_host(device, 0, &mut bytes).unwrap();
     let got: Vec<f32> = bytes
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))

@@ -32,14 +32,14 @@ pub fn upload(device: &dyn GpuDevice, values: &[f32]) -> GpuBuffer {
         .iter()
         .flat_map(|&v| f16::from_f32(v).to_le_bytes())
         .collect();
-    let b = device.alloc(bytes.len()).unwrap();
-    device.upload(b.ptr(), &bytes).unwrap();
+    let mut b = device.alloc(bytes.len()).unwrap();
+    b.copy_from_host(device, 0, &bytes).unwrap();
     b
 }
 
 pub fn download(device: &dyn GpuDevice, buffer: &GpuBuffer, n: usize) -> Vec<f32> {
     let mut bytes = vec![0u8; n * 2];
-    device.download(buffer.ptr(), &mut bytes).unwrap();
+    buffer.copy_to_host(device, 0, &mut bytes).unwrap();
     bytes
         .chunks_exact(2)
         .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
@@ -47,8 +47,8 @@ pub fn download(device: &dyn GpuDevice, buffer: &GpuBuffer, n: usize) -> Vec<f32
 }
 
 pub fn poisoned(device: &dyn GpuDevice, n: usize) -> GpuBuffer {
-    let b = device.alloc(n * 2).unwrap();
-    device.fill(b.ptr(), n * 2, 0xFF).unwrap(); // f16 NaN everywhere
+    let mut b = device.alloc(n * 2).unwrap();
+    b.fill(device, 0xFF).unwrap(); // f16 NaN everywhere
     b
 }
 
@@ -111,37 +111,41 @@ fn check_attention_launch(
     let ctx = poisoned(device, rows * d_model);
     let bias_arg = with_bias.then(|| bias_gpu.ptr());
     let (qkv_arg, heads_arg) = (qkv_gpu.ptr(), heads as i32);
-    match kernel {
-        AttentionKernel::Portable(k) => launchers::attention(
-            device,
-            k,
-            how.launch,
-            qkv_arg,
-            qkv_bias_gpu.map(GpuBuffer::ptr),
-            bias_arg,
-            ctx.ptr(),
-            heads_arg,
-        ),
-        AttentionKernel::TensorCores(k) => launchers::attention_mma(
-            device,
-            k,
-            how.launch,
-            qkv_arg,
-            bias_arg,
-            ctx.ptr(),
-            heads_arg,
-            how.heads_per_block.unwrap(),
-        ),
-        AttentionKernel::MatrixCores(k) => launchers::attention_matrix(
-            device,
-            k,
-            how.launch,
-            qkv_arg,
-            qkv_bias_gpu.map(GpuBuffer::ptr),
-            bias_arg,
-            ctx.ptr(),
-            heads_arg,
-        ),
+    // SAFETY: the caller's qkv (`rows × 3·d_model`), QKV bias (`3·d_model`) and smolgen bias
+    // (`batch × heads × 64 × 64`) buffers and `ctx` (`rows × d_model`), all live to the end.
+    unsafe {
+        match kernel {
+            AttentionKernel::Portable(k) => launchers::attention(
+                device,
+                k,
+                how.launch,
+                qkv_arg,
+                qkv_bias_gpu.map(GpuBuffer::ptr),
+                bias_arg,
+                ctx.ptr(),
+                heads_arg,
+            ),
+            AttentionKernel::TensorCores(k) => launchers::attention_mma(
+                device,
+                k,
+                how.launch,
+                qkv_arg,
+                bias_arg,
+                ctx.ptr(),
+                heads_arg,
+                how.heads_per_block.unwrap(),
+            ),
+            AttentionKernel::MatrixCores(k) => launchers::attention_matrix(
+                device,
+                k,
+                how.launch,
+                qkv_arg,
+                qkv_bias_gpu.map(GpuBuffer::ptr),
+                bias_arg,
+                ctx.ptr(),
+                heads_arg,
+            ),
+        }
     }
     .unwrap();
     let got = download(device, &ctx, rows * d_model);
@@ -260,20 +264,23 @@ pub fn check_layer_norm(device: &dyn GpuDevice) {
             block: [if cols > 2048 { 1024 } else { 256 }, 1, 1],
             shared_bytes: (cols * 4) as u32,
         };
-        launchers::layer_norm(
-            device,
-            launch,
-            out.ptr(),
-            i.ptr(),
-            Some(b.ptr()),
-            activation_code(act),
-            alpha,
-            Some(s.ptr()),
-            g.ptr(),
-            be.ptr(),
-            1e-6,
-            cols as i32,
-        )
+        // SAFETY: input, skip and out hold `rows × cols` halves, bias, gamma and beta `cols`.
+        unsafe {
+            launchers::layer_norm(
+                device,
+                launch,
+                out.ptr(),
+                i.ptr(),
+                Some(b.ptr()),
+                activation_code(act),
+                alpha,
+                Some(s.ptr()),
+                g.ptr(),
+                be.ptr(),
+                1e-6,
+                cols as i32,
+            )
+        }
         .unwrap();
         let got = download(device, &out, rows * cols);
         let pre = |r: usize, c: usize| {
@@ -314,21 +321,24 @@ pub fn check_dense_rows(device: &dyn GpuDevice) {
             block: [ROW_THREADS, 1, 1],
             shared_bytes: 0,
         };
-        launchers::dense_rows(
-            device,
-            launch,
-            gpu[0].ptr(),
-            k as i32,
-            gpu[1].ptr(),
-            with_bias.then(|| gpu[2].ptr()),
-            y.ptr(),
-            n as i32,
-            rows as i32,
-            n as i32,
-            k as i32,
-            activation_code(act),
-            splits as i32,
-        )
+        // SAFETY: x holds `rows × k`, w `n × k`, bias `n` and y `rows × n` halves.
+        unsafe {
+            launchers::dense_rows(
+                device,
+                launch,
+                gpu[0].ptr(),
+                k as i32,
+                gpu[1].ptr(),
+                with_bias.then(|| gpu[2].ptr()),
+                y.ptr(),
+                n as i32,
+                rows as i32,
+                n as i32,
+                k as i32,
+                activation_code(act),
+                splits as i32,
+            )
+        }
         .unwrap();
         let got = download(device, &y, rows * n);
         let mut worst = 0.0f64;
@@ -406,21 +416,24 @@ pub fn check_warp_layer_norm(device: &dyn GpuDevice) {
                 lc0rs::gpu::kernels::layer_norm_warp_kernel(cols, warp as usize, act, early)
                     .unwrap();
             let out = poisoned(device, rows * cols);
-            launchers::layer_norm_warp(
-                device,
-                kernel,
-                launch,
-                out.ptr(),
-                gpu[0].ptr(),
-                Some(gpu[2].ptr()),
-                alpha,
-                skip_ptr,
-                gpu[3].ptr(),
-                gpu[4].ptr(),
-                1e-6,
-                rows as i32,
-                cols as i32,
-            )
+            // SAFETY: the inputs, skip and out hold `rows × cols` halves, bias, gamma and beta `cols`.
+            unsafe {
+                launchers::layer_norm_warp(
+                    device,
+                    kernel,
+                    launch,
+                    out.ptr(),
+                    gpu[0].ptr(),
+                    Some(gpu[2].ptr()),
+                    alpha,
+                    skip_ptr,
+                    gpu[3].ptr(),
+                    gpu[4].ptr(),
+                    1e-6,
+                    rows as i32,
+                    cols as i32,
+                )
+            }
             .unwrap();
             let got = download(device, &out, rows * cols);
             let worst = layer_norm_error((rows, cols), pre, &gamma, &beta, &got);
@@ -478,24 +491,28 @@ pub fn check_norm_dense(device: &dyn GpuDevice) {
         let (normed, y) = (poisoned(device, m * k), poisoned(device, m * n));
         let (kernel, launch) = norm_dense_launch(m, n, k).expect("a supported shape");
         assert_has_kernel(device, kernel.name());
-        launchers::layer_norm_dense_mma(
-            device,
-            kernel,
-            launch,
-            normed.ptr(),
-            gpu[0].ptr(),
-            with_bias.then(|| gpu[2].ptr()),
-            alpha,
-            gpu[1].ptr(),
-            gpu[3].ptr(),
-            gpu[4].ptr(),
-            1e-6,
-            gpu[5].ptr(),
-            Some(gpu[6].ptr()),
-            activation_code(act),
-            y.ptr(),
-            n as i32,
-        )
+        // SAFETY: x, skip and normed hold `m × k` halves, the biases, gamma and beta `k` or `n`,
+        // w `n × k` and y `m × n` (m and n whole blocks, the shape's launch).
+        unsafe {
+            launchers::layer_norm_dense_mma(
+                device,
+                kernel,
+                launch,
+                normed.ptr(),
+                gpu[0].ptr(),
+                with_bias.then(|| gpu[2].ptr()),
+                alpha,
+                gpu[1].ptr(),
+                gpu[3].ptr(),
+                gpu[4].ptr(),
+                1e-6,
+                gpu[5].ptr(),
+                Some(gpu[6].ptr()),
+                activation_code(act),
+                y.ptr(),
+                n as i32,
+            )
+        }
         .unwrap();
         let pre = |r: usize, c: usize| {
             let b = if with_bias { x_bias[c] } else { 0.0 };
@@ -562,18 +579,21 @@ pub fn check_dense_mma(device: &dyn GpuDevice) {
         let y = poisoned(device, padded * n);
         let (kernel, launch) = dense_mma_launch(m, n, k).expect("a supported shape");
         assert_has_kernel(device, kernel.name());
-        launchers::dense_mma(
-            device,
-            kernel,
-            launch,
-            gpu[0].ptr(),
-            gpu[1].ptr(),
-            with_bias.then(|| gpu[2].ptr()),
-            activation_code(act),
-            y.ptr(),
-            m as i32,
-            n as i32,
-        )
+        // SAFETY: x holds `m × k`, w `n × k`, bias `n` halves, y `m` rows padded to 64 of `n`.
+        unsafe {
+            launchers::dense_mma(
+                device,
+                kernel,
+                launch,
+                gpu[0].ptr(),
+                gpu[1].ptr(),
+                with_bias.then(|| gpu[2].ptr()),
+                activation_code(act),
+                y.ptr(),
+                m as i32,
+                n as i32,
+            )
+        }
         .unwrap();
         let got = download(device, &y, padded * n);
         let mut worst = 0.0f64;

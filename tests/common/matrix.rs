@@ -94,8 +94,8 @@ fn registers(layout: &Layout, transposed: bool) -> Vec<f32> {
 
 fn upload_f32(device: &dyn GpuDevice, values: &[f32]) -> GpuBuffer {
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let buffer = device.alloc(bytes.len()).unwrap();
-    device.upload(buffer.ptr(), &bytes).unwrap();
+    let mut buffer = device.alloc(bytes.len()).unwrap();
+    buffer.copy_from_host(device, 0, &bytes).unwrap();
     buffer
 }
 
@@ -109,16 +109,20 @@ fn run(device: &dyn GpuDevice, layout: &Layout, regs: &[f32]) -> Vec<f32> {
         block: [layout.wave as u32, 1, 1],
         shared_bytes: 0,
     };
-    launchers::matrix_instruction_check(
-        device,
-        launch,
-        input.ptr(),
-        output.ptr(),
-        layout.form as i32,
-    )
+    // SAFETY: input holds every lane's A, B and C registers (`regs`), output every lane's D
+    // (`wave × cd` f32).
+    unsafe {
+        launchers::matrix_instruction_check(
+            device,
+            launch,
+            input.ptr(),
+            output.ptr(),
+            layout.form as i32,
+        )
+    }
     .unwrap();
     let mut bytes = vec![0u8; n * 4];
-    device.download(output.ptr(), &mut bytes).unwrap();
+    output.copy_to_host(device, 0, &mut bytes).unwrap();
     bytes
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))

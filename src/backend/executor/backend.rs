@@ -26,11 +26,14 @@ use crate::weights::format::InputFormat;
 /// One lane: a device handle with a stream of its own, and the buffers and graphs of the
 /// batches run on it. Calls that overlap run on different lanes, so their passes can overlap on
 /// the GPU (and one call's host work with another's GPU work).
+///
+/// Fields drop in order: the graphs, which replay addresses in `io` and `buffers`, before
+/// those buffers (the device-memory contract; a test checks the order on the emulator).
 struct Lane<P: NetworkPass> {
+    graphs: HashMap<usize, Box<dyn GpuGraph>>,
     device: Arc<dyn GpuDevice>,
     io: IoBuffers,
     buffers: P::Buffers,
-    graphs: HashMap<usize, Box<dyn GpuGraph>>,
     /// The profiled passes, when profiling.
     profile: Vec<PassProfile>,
     /// Batch sizes that have run eagerly once (GEMM algorithms chosen).
@@ -72,14 +75,23 @@ impl<P: NetworkPass> Lane<P> {
     /// (docs/validation.md), can check the rest; or with 0xFF (NaN in fp16 and f32) under
     /// `poison=true`, so that any value read before the pass wrote it turns the outputs NaN.
     fn fill(&self, byte: u8) -> GpuResult<()> {
-        self.all_buffers()
-            .try_for_each(|b| self.device.fill(b.ptr(), b.bytes(), byte))
+        self.all_buffers().try_for_each(|b| {
+            // SAFETY: the whole of one of the lane's own buffers (made on this lane's device),
+            // which no other work uses: the lane is being made, and filled on its stream.
+            unsafe { self.device.fill(b.ptr(), b.bytes(), byte) }
+        })
     }
 }
 
 /// A GPU backend: weights on the device, lanes with buffers for `max_batch` positions and
 /// graphs per (padded) batch size.
+///
+/// Fields drop in order: the lanes (with their graphs, which replay addresses of the weights)
+/// before the pass that owns the weights.
 pub struct GpuBackend<P: NetworkPass> {
+    /// The lanes made so far (the first at creation, another whenever a call finds every
+    /// lane busy, up to `options.lanes`) and the calls waiting for one.
+    pool: LanePool<Lane<P>>,
     name: String,
     /// The first lane's device, for queries (name, memory, SMs).
     device: Arc<dyn GpuDevice>,
@@ -90,9 +102,6 @@ pub struct GpuBackend<P: NetworkPass> {
     capabilities: Arc<Capabilities>,
     /// The plan of each batch size a pass has run at, made when first needed.
     plans: Mutex<HashMap<usize, Arc<P::Plan>>>,
-    /// The lanes made so far (the first at creation, another whenever a call finds every
-    /// lane busy, up to `options.lanes`) and the calls waiting for one.
-    pool: LanePool<Lane<P>>,
 }
 
 /// The GEMM path for `asked` on `device`: the one asked for if its library is there (else an
@@ -209,11 +218,22 @@ impl<P: NetworkPass> GpuBackend<P> {
     }
 
     /// Enqueues the pass of `batch` positions on `lane` (its operations marked in `profile`).
+    /// `batch` is at most `options.max_batch` (every caller's batch is checked or padded
+    /// within it).
     fn enqueue(&self, lane: &Lane<P>, batch: usize, profile: Option<&OpEvents>) -> GpuResult<()> {
+        assert!(
+            batch <= self.options.max_batch,
+            "a pass of {batch} positions"
+        );
         let plan = self.plan(batch)?;
         let ops = self.ops(lane.device.as_ref(), (*plan).as_ref(), profile);
         let _span = tracing::trace_span!("forward", batch).entered();
-        self.pass.enqueue(&ops, &plan, &lane.io, &lane.buffers)
+        // SAFETY: the lane's io and buffers were made on its device for `max_batch ≥ batch`
+        // positions; the lane is held by this call, so no other work uses them; they, and the
+        // weights of `self.pass`, outlive the work: calls end waiting for their lane's stream
+        // (the output copy, `synchronize`, event timing), and a lane's graphs drop before its
+        // buffers, the lanes before the pass (field order of `Lane` and `GpuBackend`).
+        unsafe { self.pass.enqueue(&ops, &plan, &lane.io, &lane.buffers) }
     }
 
     /// The outputs of a pass, and whether they are all finite (see [`Self::outputs`]).
@@ -234,7 +254,7 @@ impl<P: NetworkPass> GpuBackend<P> {
             padded_batch(batch, self.options.max_batch)
         };
         tracing::trace_span!("upload inputs", batch)
-            .in_scope(|| upload_inputs(lane.device.as_ref(), &lane.io, positions, size))?;
+            .in_scope(|| upload_inputs(lane.device.as_ref(), &mut lane.io, positions, size))?;
         if self.options.profile {
             self.profiled_pass(lane, batch)?;
         } else {
@@ -433,13 +453,15 @@ impl<P: NetworkPass> GpuBackend<P> {
     /// (eager passes).
     fn layer_outputs_on(
         &self,
-        lane: &Lane<P>,
+        lane: &mut Lane<P>,
         batch: &[InputPlanes],
     ) -> GpuResult<Option<Vec<Vec<f32>>>> {
-        upload_inputs(lane.device.as_ref(), &lane.io, batch, batch.len())?;
+        upload_inputs(lane.device.as_ref(), &mut lane.io, batch, batch.len())?;
         let plan = self.plan(batch.len())?;
         let ops = self.ops(lane.device.as_ref(), (*plan).as_ref(), None);
-        self.pass.layer_outputs(&ops, &lane.io, &lane.buffers)
+        // SAFETY: as in `enqueue` (the caller checked `batch.len() ≤ max_batch`); nothing is
+        // captured, and the pass synchronises before it returns.
+        unsafe { self.pass.layer_outputs(&ops, &lane.io, &lane.buffers) }
     }
 
     /// Downloads the outputs of the pass over `size` positions for its first `batch`; the
@@ -449,10 +471,10 @@ impl<P: NetworkPass> GpuBackend<P> {
     fn outputs(&self, lane: &Lane<P>, batch: usize, size: usize) -> GpuResult<(BatchOutput, bool)> {
         let _span = tracing::trace_span!("wait for the pass and its outputs", batch).entered();
         let mut reader = OutputReader::new(batch, size);
-        lane.device
-            .download_with(lane.io.outputs.ptr(), reader.bytes(), &mut |landed| {
-                reader.take(landed)
-            })?;
+        let device = lane.device.as_ref();
+        lane.io
+            .outputs
+            .copy_to_host_with(device, 0, reader.bytes(), &mut |landed| reader.take(landed))?;
         Ok(reader.finish())
     }
 }

@@ -49,16 +49,16 @@ pub fn upload_f16(device: &dyn GpuDevice, values: &[f32]) -> GpuResult<GpuBuffer
         .iter()
         .flat_map(|&v| f16::from_f32(v).to_le_bytes())
         .collect();
-    let buffer = device.alloc(bytes.len())?;
-    device.upload(buffer.ptr(), &bytes)?;
+    let mut buffer = device.alloc(bytes.len())?;
+    buffer.copy_from_host(device, 0, &bytes)?;
     Ok(buffer)
 }
 
 /// `values` as little-endian bytes in a new device buffer (index maps).
 pub fn upload_i16(device: &dyn GpuDevice, values: &[i16]) -> GpuResult<GpuBuffer> {
     let bytes: Vec<u8> = values.iter().flat_map(|i| i.to_le_bytes()).collect();
-    let buffer = device.alloc(bytes.len())?;
-    device.upload(buffer.ptr(), &bytes)?;
+    let mut buffer = device.alloc(bytes.len())?;
+    buffer.copy_from_host(device, 0, &bytes)?;
     Ok(buffer)
 }
 

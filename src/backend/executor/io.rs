@@ -67,7 +67,7 @@ impl IoBuffers {
 /// from defined inputs.
 pub fn upload_inputs(
     device: &dyn GpuDevice,
-    buffers: &IoBuffers,
+    buffers: &mut IoBuffers,
     batch: &[InputPlanes],
     size: usize,
 ) -> GpuResult<()> {
@@ -80,10 +80,9 @@ pub fn upload_inputs(
     // straight into the staging memory.
     let mask_bytes = size * INPUT_PLANES * size_of::<u64>();
     let value_bytes = batch.len() * INPUT_PLANES * size_of::<f32>();
-    device.upload_with(
-        buffers.inputs.ptr(),
-        mask_bytes + value_bytes,
-        &mut |staged| {
+    buffers
+        .inputs
+        .copy_from_host_with(device, 0, mask_bytes + value_bytes, &mut |staged| {
             let (masks, values) = staged.split_at_mut(mask_bytes);
             let planes = || batch.iter().flatten();
             masks[batch.len() * INPUT_PLANES * size_of::<u64>()..].fill(0);
@@ -93,6 +92,5 @@ pub fn upload_inputs(
             for (slot, plane) in values.chunks_exact_mut(size_of::<f32>()).zip(planes()) {
                 slot.copy_from_slice(&plane.value.to_le_bytes());
             }
-        },
-    )
+        })
 }

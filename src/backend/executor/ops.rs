@@ -68,7 +68,13 @@ impl Ops<'_> {
         Ok(())
     }
 
-    pub fn linear(
+    /// `y = x·Wᵀ (+ b)` for `rows` rows of `layer`.
+    ///
+    /// # Safety
+    /// The [device-memory contract](crate::gpu#the-device-memory-contract) for `x` (`rows ×
+    /// layer.inputs` halves) and `y` (`rows × layer.outputs`), on this lane's GPU; the layer's
+    /// own buffers are sized by its shape.
+    pub unsafe fn linear(
         &self,
         layer: &DenseGpu,
         x: DevicePtr,
@@ -76,10 +82,15 @@ impl Ops<'_> {
         rows: usize,
         bias: bool,
     ) -> GpuResult<()> {
-        self.linear_with(layer, x, y, rows, bias, Epilogue::None)
+        // SAFETY: the caller's promise.
+        unsafe { self.linear_with(layer, x, y, rows, bias, Epilogue::None) }
     }
 
-    pub fn linear_with(
+    /// [`Ops::linear`] followed by `epilogue`.
+    ///
+    /// # Safety
+    /// As for [`Ops::linear`].
+    pub unsafe fn linear_with(
         &self,
         layer: &DenseGpu,
         x: DevicePtr,
@@ -93,7 +104,8 @@ impl Ops<'_> {
             Epilogue::Relu => Activation::Relu,
             Epilogue::Silu => Activation::Swish,
         };
-        if self.own_kernel(layer, x, y, rows, bias, act)? {
+        // SAFETY: the caller's promise for `x` and `y`; the layer's weights are its own.
+        if unsafe { self.own_kernel(layer, x, y, rows, bias, act)? } {
             return Ok(());
         }
         let op = Linear {
@@ -108,13 +120,18 @@ impl Ops<'_> {
             bias: if bias { layer.bias() } else { None },
             epilogue,
         };
-        self.device.linear(self.gemm, &op)
+        // SAFETY: `x` holds `rows × k`, `y` `rows × n` (the caller's promise); `w` and the bias
+        // are the layer's buffers of `n × k` and `n` halves.
+        unsafe { self.device.linear(self.gemm, &op) }
     }
 
     /// `y = act(x·Wᵀ + b)`. ReLU and SiLU (and the bias) are GEMM epilogues, which the device
     /// fuses where its library can; other activations are a pass over `y` (with the bias on the
     /// BLAS path, which has no epilogue).
-    pub fn dense_act(
+    ///
+    /// # Safety
+    /// As for [`Ops::linear`].
+    pub unsafe fn dense_act(
         &self,
         layer: &DenseGpu,
         x: DevicePtr,
@@ -122,35 +139,42 @@ impl Ops<'_> {
         rows: usize,
         act: Activation,
     ) -> GpuResult<()> {
-        let epilogue = match act {
-            Activation::Identity => Some(Epilogue::None),
-            Activation::Relu => Some(Epilogue::Relu),
-            Activation::Swish => Some(Epilogue::Silu),
-            _ => None,
-        };
-        if let Some(epilogue) = epilogue {
-            return self.linear_with(layer, x, y, rows, true, epilogue);
+        // SAFETY: the caller's promise for `x` and `y` (`rows` rows of the layer's inputs and
+        // outputs); the bias is the layer's `outputs` halves.
+        unsafe {
+            let epilogue = match act {
+                Activation::Identity => Some(Epilogue::None),
+                Activation::Relu => Some(Epilogue::Relu),
+                Activation::Swish => Some(Epilogue::Silu),
+                _ => None,
+            };
+            if let Some(epilogue) = epilogue {
+                return self.linear_with(layer, x, y, rows, true, epilogue);
+            }
+            if self.own_kernel(layer, x, y, rows, true, act)? {
+                return Ok(());
+            }
+            let fused_bias = self.gemm == GemmPath::Lt;
+            self.linear(layer, x, y, rows, fused_bias)?;
+            let bias = if fused_bias { None } else { layer.bias() };
+            launchers::bias_activation(
+                self.device,
+                Launch::elements(rows * layer.outputs / 8),
+                y,
+                bias,
+                rows as i64,
+                layer.outputs as i32,
+                activation_code(act),
+            )
         }
-        if self.own_kernel(layer, x, y, rows, true, act)? {
-            return Ok(());
-        }
-        let fused_bias = self.gemm == GemmPath::Lt;
-        self.linear(layer, x, y, rows, fused_bias)?;
-        let bias = if fused_bias { None } else { layer.bias() };
-        launchers::bias_activation(
-            self.device,
-            Launch::elements(rows * layer.outputs / 8),
-            y,
-            bias,
-            rows as i64,
-            layer.outputs as i32,
-            activation_code(act),
-        )
     }
 
     /// `y = act(x·Wᵀ (+ b))` in one of our kernels where the plan picks one for the shape
     /// (`dense_rows`, `dense_mma`), bias and activation included. Returns whether one ran.
-    fn own_kernel(
+    ///
+    /// # Safety
+    /// As for [`Ops::linear`].
+    unsafe fn own_kernel(
         &self,
         layer: &DenseGpu,
         x: DevicePtr,
@@ -159,63 +183,74 @@ impl Ops<'_> {
         bias: bool,
         act: Activation,
     ) -> GpuResult<bool> {
-        let bias = if bias { layer.bias() } else { None };
-        let (inputs, outputs) = (layer.inputs as i32, layer.outputs as i32);
-        match self.plan.dense(rows, layer.inputs, layer.outputs) {
-            DenseKernel::Rows { splits, launch } => launchers::dense_rows(
-                self.device,
-                launch,
-                x,
-                inputs,
-                layer.w.ptr(),
-                bias,
-                y,
-                outputs,
-                rows as i32,
-                outputs,
-                inputs,
-                activation_code(act),
-                splits as i32,
-            )?,
-            DenseKernel::Mma(kernel, launch) => launchers::dense_mma(
-                self.device,
-                kernel,
-                launch,
-                x,
-                layer.w.ptr(),
-                bias,
-                activation_code(act),
-                y,
-                rows as i32,
-                outputs,
-            )?,
-            DenseKernel::Library => return Ok(false),
+        // SAFETY: the caller's promise for `x` and `y`; `w` and the bias are the layer's
+        // `outputs × inputs` and `outputs` halves.
+        unsafe {
+            let bias = if bias { layer.bias() } else { None };
+            let (inputs, outputs) = (layer.inputs as i32, layer.outputs as i32);
+            match self.plan.dense(rows, layer.inputs, layer.outputs) {
+                DenseKernel::Rows { splits, launch } => launchers::dense_rows(
+                    self.device,
+                    launch,
+                    x,
+                    inputs,
+                    layer.w.ptr(),
+                    bias,
+                    y,
+                    outputs,
+                    rows as i32,
+                    outputs,
+                    inputs,
+                    activation_code(act),
+                    splits as i32,
+                )?,
+                DenseKernel::Mma(kernel, launch) => launchers::dense_mma(
+                    self.device,
+                    kernel,
+                    launch,
+                    x,
+                    layer.w.ptr(),
+                    bias,
+                    activation_code(act),
+                    y,
+                    rows as i32,
+                    outputs,
+                )?,
+                DenseKernel::Library => return Ok(false),
+            }
+            Ok(true)
         }
-        Ok(true)
     }
 }
 
 /// `(Q, D, M)` per position into `out` (`[batch][3]` f32) from the value head's output (3 WDL
 /// logits, or one value for tanh) and the moves-left head's (`mlh`; none: M = 0).
-pub fn finish_value(
+///
+/// # Safety
+/// The [device-memory contract](crate::gpu#the-device-memory-contract) for `value` (`batch`
+/// rows of 3 halves, or 1 without WDL), `mlh` (`batch` halves) and `out` (`batch × 3` f32).
+pub unsafe fn finish_value(
     ops: &Ops<'_>,
     (value, wdl): (DevicePtr, bool),
     mlh: Option<DevicePtr>,
     out: DevicePtr,
     batch: usize,
 ) -> GpuResult<()> {
-    let launch = Launch {
-        grid: [batch.div_ceil(128) as u32, 1, 1],
-        block: [128, 1, 1],
-        shared_bytes: 0,
-    };
-    launchers::value_finish(
-        ops.device,
-        launch,
-        value,
-        wdl as i32,
-        mlh,
-        out,
-        batch as i32,
-    )
+    // SAFETY: the caller's promise.
+    unsafe {
+        let launch = Launch {
+            grid: [batch.div_ceil(128) as u32, 1, 1],
+            block: [128, 1, 1],
+            shared_bytes: 0,
+        };
+        launchers::value_finish(
+            ops.device,
+            launch,
+            value,
+            wdl as i32,
+            mlh,
+            out,
+            batch as i32,
+        )
+    }
 }

@@ -31,7 +31,14 @@ pub trait NetworkPass: Send + Sync + 'static {
     /// Enqueues the pass `plan` describes (its batch of positions, whose inputs are in `io`;
     /// `ops` runs on `plan`'s shared part); it leaves the policy logits and (Q, D, M) in `io`'s
     /// outputs. No host synchronisation.
-    fn enqueue(
+    ///
+    /// # Safety
+    /// The [device-memory contract](crate::gpu#the-device-memory-contract) for every buffer
+    /// the pass touches: `io` and `buffers` were made on `ops.device`'s GPU for at least the
+    /// plan's batch of positions (by [`IoBuffers::new`] and [`Self::buffers`]); they and `self`
+    /// (its weights) stay allocated until the enqueued work is done and while any graph
+    /// capturing it may be launched, and no other work uses `io` or `buffers` meanwhile.
+    unsafe fn enqueue(
         &self,
         ops: &Ops<'_>,
         plan: &Self::Plan,
@@ -41,7 +48,10 @@ pub trait NetworkPass: Send + Sync + 'static {
 
     /// The residual stream after the body's first layer and after each later one (eager
     /// passes over `ops.plan`'s batch, synchronised), where the network family reports it.
-    fn layer_outputs(
+    ///
+    /// # Safety
+    /// As for [`Self::enqueue`], for `ops.plan`'s batch (nothing is captured here).
+    unsafe fn layer_outputs(
         &self,
         _ops: &Ops<'_>,
         _io: &IoBuffers,

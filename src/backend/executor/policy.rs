@@ -73,7 +73,12 @@ impl PolicyGpu {
 
     /// The head over `input` (`[batch·64][inputs]`), its embedding activated by `act`, into
     /// the f32 logits at `out` (`[batch][1858]`).
-    pub fn enqueue(
+    ///
+    /// # Safety
+    /// The [device-memory contract](crate::gpu#the-device-memory-contract) for `input` and
+    /// `out` with those sizes, and for `b`, made by [`PolicyBuffers::new`] on this GPU for at
+    /// least `batch` positions.
+    pub unsafe fn enqueue(
         &self,
         ops: &Ops<'_>,
         (input, act): (DevicePtr, Activation),
@@ -81,49 +86,54 @@ impl PolicyGpu {
         out: DevicePtr,
         batch: usize,
     ) -> GpuResult<()> {
-        let rows = batch * SQUARES;
-        ops.dense_act(&self.embedding, input, b.embedding.ptr(), rows, act)?;
-        ops.linear(
-            &self.query_key,
-            b.embedding.ptr(),
-            b.query_key.ptr(),
-            rows,
-            true,
-        )?;
-        let dp = self.dp;
-        let keys = b.query_key.at(dp * HALF);
-        ops.device.batched_product(&BatchedProduct {
-            batch,
-            m: SQUARES,
-            n: SQUARES,
-            k: dp,
-            alpha: 1.0 / (dp as f32).sqrt(),
-            a: b.query_key.ptr(),
-            lda: 2 * dp,
-            stride_a: SQUARES * 2 * dp,
-            b: keys,
-            ldb: 2 * dp,
-            stride_b: SQUARES * 2 * dp,
-            b_transposed: false,
-            c: b.logits.ptr(),
-            ldc: SQUARES,
-            stride_c: SQUARES * SQUARES,
-        })?;
-        let launch = Launch {
-            grid: [batch as u32, POLICY_RAW.div_ceil(ROW_THREADS), 1],
-            block: [ROW_THREADS, 1, 1],
-            shared_bytes: 0,
-        };
-        launchers::policy_finish(
-            ops.device,
-            launch,
-            b.logits.ptr(),
-            keys,
-            (2 * dp) as i32,
-            self.promotion.ptr(),
-            dp as i32,
-            self.map.ptr(),
-            out,
-        )
+        // SAFETY: `input`, `out` and `b` the caller's promise (`b`'s embedding, query/key and
+        // logits buffers hold `batch × 64` rows); the layers, the promotion weights and the map are
+        // the head's own buffers.
+        unsafe {
+            let rows = batch * SQUARES;
+            ops.dense_act(&self.embedding, input, b.embedding.ptr(), rows, act)?;
+            ops.linear(
+                &self.query_key,
+                b.embedding.ptr(),
+                b.query_key.ptr(),
+                rows,
+                true,
+            )?;
+            let dp = self.dp;
+            let keys = b.query_key.at(dp * HALF);
+            ops.device.batched_product(&BatchedProduct {
+                batch,
+                m: SQUARES,
+                n: SQUARES,
+                k: dp,
+                alpha: 1.0 / (dp as f32).sqrt(),
+                a: b.query_key.ptr(),
+                lda: 2 * dp,
+                stride_a: SQUARES * 2 * dp,
+                b: keys,
+                ldb: 2 * dp,
+                stride_b: SQUARES * 2 * dp,
+                b_transposed: false,
+                c: b.logits.ptr(),
+                ldc: SQUARES,
+                stride_c: SQUARES * SQUARES,
+            })?;
+            let launch = Launch {
+                grid: [batch as u32, POLICY_RAW.div_ceil(ROW_THREADS), 1],
+                block: [ROW_THREADS, 1, 1],
+                shared_bytes: 0,
+            };
+            launchers::policy_finish(
+                ops.device,
+                launch,
+                b.logits.ptr(),
+                keys,
+                (2 * dp) as i32,
+                self.promotion.ptr(),
+                dp as i32,
+                self.map.ptr(),
+                out,
+            )
+        }
     }
 }

@@ -28,7 +28,7 @@ use super::gemm::{self, ColumnMajorGemm};
 use super::staging::{PinnedBuffer, Staging};
 use super::{
     BatchedProduct, DeviceInfo, DevicePtr, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph,
-    GpuResult, KernelArg, Launch, Linear, library_error,
+    GpuResult, KernelArg, Launch, Linear, MemorySpace, library_error,
 };
 
 /// The names of the CUDA libraries lc0rs loads (driver, NVRTC, cuBLAS, cuBLASLt) as this
@@ -245,16 +245,24 @@ impl GpuDevice for CudaDevice {
         &self.info
     }
 
+    fn memory_space(&self) -> MemorySpace {
+        // One context per GPU, shared by its lanes.
+        MemorySpace(self.ctx.cu_ctx() as usize)
+    }
+
     fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer> {
         // SAFETY: uninitialised device memory; callers write before they read.
         let slice: CudaSlice<u8> = unsafe { self.stream.alloc::<u8>(bytes.max(1)) }
             .map_err(library_error("CUDA driver", "cuMemAlloc"))?;
-        // SAFETY: the address of the allocation the buffer owns.
-        let ptr = unsafe { DevicePtr::from_raw(slice.device_ptr(&self.stream).0) };
-        Ok(GpuBuffer::new(ptr, bytes, Box::new(slice)))
+        // SAFETY: the address of the allocation (of at least `bytes` bytes in this context)
+        // the buffer owns.
+        Ok(unsafe {
+            let ptr = DevicePtr::from_raw(slice.device_ptr(&self.stream).0);
+            GpuBuffer::new(self.memory_space(), ptr, bytes, Box::new(slice))
+        })
     }
 
-    fn upload_with(
+    unsafe fn upload_with(
         &self,
         dst: DevicePtr,
         bytes: usize,
@@ -264,7 +272,7 @@ impl GpuDevice for CudaDevice {
         if bytes < STAGING_THRESHOLD {
             let mut src = vec![0u8; bytes];
             fill(&mut src);
-            // SAFETY: dst is a device buffer of at least `bytes` bytes (checked by callers);
+            // SAFETY: dst holds at least `bytes` bytes (the caller's promise, the contract);
             // the driver copies pageable sources before returning.
             return unsafe {
                 cudarc::driver::result::memcpy_htod_async(dst.raw(), &src, self.stream.cu_stream())
@@ -276,7 +284,7 @@ impl GpuDevice for CudaDevice {
             |len| self.pinned(len),
             fill,
             |staged| {
-                // SAFETY: dst is a device buffer of at least `bytes` bytes; the staging memory
+                // SAFETY: dst holds at least `bytes` bytes (the contract); the staging memory
                 // is not reused before the copy completes (`upload` waits for it).
                 unsafe {
                     cudarc::driver::result::memcpy_htod_async(
@@ -291,7 +299,7 @@ impl GpuDevice for CudaDevice {
         )
     }
 
-    fn download_with(
+    unsafe fn download_with(
         &self,
         src: DevicePtr,
         bytes: usize,
@@ -302,7 +310,7 @@ impl GpuDevice for CudaDevice {
             bytes,
             |len| self.pinned(len),
             |range, piece| {
-                // SAFETY: src is a device buffer of at least `bytes` bytes; the piece is read
+                // SAFETY: src holds at least `bytes` bytes (the contract); the piece is read
                 // only after its event says the copy has landed.
                 unsafe {
                     cudarc::driver::result::memcpy_dtoh_async(
@@ -325,8 +333,8 @@ impl GpuDevice for CudaDevice {
         )
     }
 
-    fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()> {
-        // SAFETY: dst is a device buffer of at least `bytes` bytes.
+    unsafe fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()> {
+        // SAFETY: dst is a device buffer of at least `bytes` bytes (the caller's promise).
         unsafe {
             cudarc::driver::result::memset_d8_async(
                 dst.raw(),
@@ -338,7 +346,7 @@ impl GpuDevice for CudaDevice {
         .map_err(library_error("CUDA driver", "cuMemsetD8Async"))
     }
 
-    fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
+    unsafe fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
         let f = self
             .functions
             .get(kernel)
@@ -359,7 +367,8 @@ impl GpuDevice for CudaDevice {
             shared_mem_bytes: launch.shared_bytes,
         };
         // SAFETY: the argument list matches the kernel's signature in hip/ (the typed
-        // launchers are the only callers; a test checks them against the kernel sources).
+        // launchers are the only callers; a test checks them against the kernel sources);
+        // its pointers keep the device-memory contract (the caller's promise).
         unsafe { builder.launch(cfg) }
             .map(|_| ())
             .map_err(library_error("CUDA driver", "cuLaunchKernel"))
@@ -394,17 +403,20 @@ impl GpuDevice for CudaDevice {
         self.programmatic_capable
     }
 
-    fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
-        gemm::linear_on(
-            self,
-            path,
-            op,
-            |op| self.lt.lock().unwrap_or_else(|e| e.into_inner()).linear(op),
-            |g| self.blas_gemm(g),
-        )
+    unsafe fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
+        // SAFETY: `op` keeps the device-memory contract (the caller's promise).
+        unsafe {
+            gemm::linear_on(
+                self,
+                path,
+                op,
+                |op| self.lt.lock().unwrap_or_else(|e| e.into_inner()).linear(op),
+                |g| self.blas_gemm(g),
+            )
+        }
     }
 
-    fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
+    unsafe fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
         self.blas_gemm(&ColumnMajorGemm::from(op))
     }
 

@@ -126,7 +126,11 @@ impl KernelLibrary {
     }
 
     /// Runs `kernel` to completion.
-    pub fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
+    ///
+    /// # Safety
+    /// [`GpuDevice::launch`](crate::gpu::GpuDevice::launch)'s: the device-memory contract for
+    /// every pointer of `args` (host memory here).
+    pub unsafe fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
         let entry = self
             .entries
             .get(kernel)
@@ -134,8 +138,8 @@ impl KernelLibrary {
         let slots: Vec<u64> = args.iter().map(|a| a.slot()).collect();
         let _serial = self.launches.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the arrays outlive the call; the entry point checks the argument count and
-        // unpacks each slot by the kernel's parameter type; the pointers are emulated device
-        // buffers the executor sized for this launch (the same lists run on the GPUs).
+        // unpacks each slot by the kernel's parameter type; the pointers keep the device-memory
+        // contract (the caller's promise).
         let status = unsafe {
             entry(
                 launch.grid.as_ptr(),

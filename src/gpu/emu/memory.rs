@@ -7,7 +7,7 @@ use std::alloc::Layout;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::gpu::{DevicePtr, GpuBuffer, GpuError, GpuResult};
+use crate::gpu::{DevicePtr, GpuBuffer, GpuError, GpuResult, MemorySpace};
 
 /// The alignment of every emulated allocation (hipMalloc gives at least 256 bytes).
 const ALIGNMENT: usize = 256;
@@ -42,10 +42,17 @@ impl Allocations {
             layout,
             registry: self.clone(),
         };
-        // SAFETY: the address of the allocation the buffer owns (host memory the emulated
-        // device's kernels and copies work on).
-        let ptr = unsafe { DevicePtr::from_raw(address) };
-        Ok(GpuBuffer::new(ptr, bytes, Box::new(owner)))
+        // SAFETY: the address of the allocation (`bytes` bytes or more) the buffer owns: host
+        // memory the emulated device's kernels and copies work on.
+        Ok(unsafe {
+            let ptr = DevicePtr::from_raw(address);
+            GpuBuffer::new(self.space(), ptr, bytes, Box::new(owner))
+        })
+    }
+
+    /// The memory space of the buffers made here (one registry per emulated GPU).
+    pub fn space(self: &Arc<Self>) -> MemorySpace {
+        MemorySpace(Arc::as_ptr(self) as usize)
     }
 
     /// Bytes allocated and not yet freed.

@@ -4,7 +4,9 @@
 //! hipBLASLt run on the CPU from the same column-major arguments and epilogue choices the ROCm
 //! device gives the libraries ([`blas`]). Work is done when it is enqueued; graph capture records
 //! it and a replay runs it again. Not emulated: timing (events, kernel traces), asynchrony,
-//! graphs as such, the GPU's fp16 arithmetic and math library, memory faults inside kernels.
+//! graphs as such, the GPU's fp16 arithmetic and math library, memory faults inside kernels
+//! (but every pointer a kernel is handed must lie inside a live buffer, and every copy, fill
+//! and GEMM inside one: a use after free is an error here, not a silent write).
 
 mod blas;
 pub mod library;
@@ -21,7 +23,7 @@ use super::hip::lt::epilogue_code;
 use super::lt_plan::epilogue_choices;
 use super::{
     BatchedProduct, DeviceInfo, DevicePtr, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph,
-    GpuResult, KernelArg, Launch, Linear,
+    GpuResult, KernelArg, Launch, Linear, MemorySpace,
 };
 
 /// What `lc0rs devices`, the profile and timing errors say the emulator does not do.
@@ -155,7 +157,13 @@ pub fn emulated_arch(config: &BuildConfig) -> &'static str {
 /// Does one piece of work.
 fn run(shared: &Shared, work: &Work) -> GpuResult<()> {
     match work {
-        Work::Kernel { name, launch, args } => shared.kernels.launch(name, *launch, args),
+        Work::Kernel { name, launch, args } => {
+            check_pointers(&shared.memory, name, args)?;
+            // SAFETY: recorded from `GpuDevice::launch`, whose caller promised the contract
+            // for as long as the work, or the graph recording it, may run; every pointer is
+            // checked above to lie inside a live buffer.
+            unsafe { shared.kernels.launch(name, *launch, args) }
+        }
         Work::Fill { dst, bytes, value } => {
             if !shared.memory.contains(dst.raw(), *bytes) {
                 return Err(GpuError::Call {
@@ -170,6 +178,26 @@ fn run(shared: &Shared, work: &Work) -> GpuResult<()> {
         Work::Rocblas(g) => blas::rocblas_gemm(&shared.memory, g),
         Work::Lt(op) => blas::lt_matmul(&shared.memory, op),
     }
+}
+
+/// Refuses a kernel launch with a pointer argument outside every live buffer (one freed, or
+/// never allocated): the kernel would read or write host memory the device does not own. How
+/// far from the pointer the kernel reaches is not known here; copies, fills and GEMMs check
+/// their whole range.
+fn check_pointers(memory: &Allocations, kernel: &str, args: &[KernelArg]) -> GpuResult<()> {
+    for (index, arg) in args.iter().enumerate() {
+        if let KernelArg::Ptr(Some(ptr)) = arg
+            && !memory.contains(ptr.raw(), 0)
+        {
+            return Err(GpuError::Call {
+                call: "hipLaunchKernel (emulated)",
+                detail: format!(
+                    "{kernel}: argument {index} ({ptr:#x}) is not inside a live buffer"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Total host memory (`/proc/meminfo`), the emulated GPU's capacity; 0 where unknown.
@@ -193,25 +221,29 @@ impl GpuDevice for EmuDevice {
         &self.info
     }
 
+    fn memory_space(&self) -> MemorySpace {
+        self.shared.memory.space()
+    }
+
     fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer> {
         self.shared.memory.alloc(bytes)
     }
 
-    fn upload_with(
+    unsafe fn upload_with(
         &self,
         dst: DevicePtr,
         bytes: usize,
         fill: &mut dyn FnMut(&mut [u8]),
     ) -> GpuResult<()> {
         let at = self.host_bytes(dst, bytes, "hipMemcpyAsync (emulated upload)")?;
-        // SAFETY: `bytes` inside a live allocation; nothing else runs on it during the call
-        // (the emulator does all work synchronously, and the executor owns the buffer).
+        // SAFETY: `bytes` inside a live allocation (checked); nothing else runs on it during
+        // the call (the emulator does all work synchronously; the caller's promise, point 3).
         let device = unsafe { std::slice::from_raw_parts_mut(at, bytes) };
         fill(device);
         Ok(())
     }
 
-    fn download_with(
+    unsafe fn download_with(
         &self,
         src: DevicePtr,
         bytes: usize,
@@ -223,11 +255,11 @@ impl GpuDevice for EmuDevice {
         Ok(())
     }
 
-    fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()> {
+    unsafe fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()> {
         self.submit(Work::Fill { dst, bytes, value })
     }
 
-    fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
+    unsafe fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
         if !self.shared.kernels.has_kernel(kernel) {
             return Err(GpuError::UnknownKernel(kernel.to_owned()));
         }
@@ -254,32 +286,37 @@ impl GpuDevice for EmuDevice {
         }))
     }
 
-    fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
-        gemm::linear_on(
-            self,
-            path,
-            op,
-            |op| {
-                // As the ROCm device asks hipBLASLt: W transposed, X not, the most fused
-                // epilogue this release has (the emulated heuristic always finds an algorithm).
-                let swish = self.shared.lt == LtRelease::Rocm7;
-                let (epilogue, fused) = epilogue_choices(op.bias.is_some(), op.epilogue, swish)[0];
-                self.submit(Work::Lt(LtMatmul {
-                    transpose_a: true,
-                    transpose_b: false,
-                    layouts: ColumnMajorGemm::from(op).layouts(),
-                    a: op.w,
-                    b: op.x,
-                    d: op.y,
-                    epilogue: EpilogueOnCpu::from_lt(epilogue_code(epilogue), op.bias)?,
-                }))?;
-                Ok(fused)
-            },
-            |g| self.submit(Work::Rocblas(*g)),
-        )
+    unsafe fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
+        // SAFETY: `op` keeps the device-memory contract (the caller's promise); the emulated
+        // GEMMs check their ranges too.
+        unsafe {
+            gemm::linear_on(
+                self,
+                path,
+                op,
+                |op| {
+                    // As the ROCm device asks hipBLASLt: W transposed, X not, the most fused
+                    // epilogue this release has (the emulated heuristic always finds an algorithm).
+                    let swish = self.shared.lt == LtRelease::Rocm7;
+                    let (epilogue, fused) =
+                        epilogue_choices(op.bias.is_some(), op.epilogue, swish)[0];
+                    self.submit(Work::Lt(LtMatmul {
+                        transpose_a: true,
+                        transpose_b: false,
+                        layouts: ColumnMajorGemm::from(op).layouts(),
+                        a: op.w,
+                        b: op.x,
+                        d: op.y,
+                        epilogue: EpilogueOnCpu::from_lt(epilogue_code(epilogue), op.bias)?,
+                    }))?;
+                    Ok(fused)
+                },
+                |g| self.submit(Work::Rocblas(*g)),
+            )
+        }
     }
 
-    fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
+    unsafe fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
         self.submit(Work::Rocblas(ColumnMajorGemm::from(op)))
     }
 
@@ -344,4 +381,26 @@ pub fn report() -> Vec<String> {
         "backend hip-emu, options wave=64|32 (default 64), lt_release=7|6 (default 7)".to_owned(),
         format!("not emulated: {NOT_EMULATED}"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_argument_outside_every_live_buffer_is_refused() {
+        let memory = Arc::new(memory::Allocations::default());
+        let buffer = memory.alloc(1024).unwrap();
+        let (start, end) = (buffer.ptr(), buffer.at(1024));
+        let args = |p| [KernelArg::I32(3), KernelArg::Ptr(p), KernelArg::Ptr(None)];
+        assert!(check_pointers(&memory, "k", &args(Some(start))).is_ok());
+        assert!(check_pointers(&memory, "k", &args(Some(end))).is_ok());
+        drop(buffer);
+        // A graph replayed after its buffer was freed: its recorded address is refused.
+        let error = check_pointers(&memory, "k", &args(Some(start))).unwrap_err();
+        assert!(
+            error.to_string().contains("k: argument 1") && error.to_string().contains("live"),
+            "{error}"
+        );
+    }
 }

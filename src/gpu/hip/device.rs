@@ -26,7 +26,7 @@ use crate::gpu::gemm::{self, ColumnMajorGemm};
 use crate::gpu::staging::{PinnedBuffer, Staging};
 use crate::gpu::{
     BatchedProduct, DeviceInfo, DevicePtr, GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph,
-    GpuResult, KernelArg, Launch, Linear, kernels,
+    GpuResult, KernelArg, Launch, Linear, MemorySpace, kernels,
 };
 
 /// rocBLAS' workspace, set once so that no GEMM allocates during graph capture (docs/gpu-apis.md §3.2).
@@ -268,15 +268,22 @@ impl GpuDevice for HipDevice {
         &self.info
     }
 
+    fn memory_space(&self) -> MemorySpace {
+        // One module per GPU, shared by its lanes.
+        MemorySpace(Arc::as_ptr(&self.module) as usize)
+    }
+
     fn alloc(&self, bytes: usize) -> GpuResult<GpuBuffer> {
         self.bind()?;
         let memory = DeviceMemory::alloc(&self.hip, bytes).map_err(GpuError::from)?;
-        // SAFETY: the address of the allocation the buffer owns.
-        let ptr = unsafe { DevicePtr::from_raw(memory.address()) };
-        Ok(GpuBuffer::new(ptr, bytes, Box::new(memory)))
+        // SAFETY: the address of the allocation (of `bytes` bytes on this GPU) the buffer owns.
+        Ok(unsafe {
+            let ptr = DevicePtr::from_raw(memory.address());
+            GpuBuffer::new(self.memory_space(), ptr, bytes, Box::new(memory))
+        })
     }
 
-    fn upload_with(
+    unsafe fn upload_with(
         &self,
         dst: DevicePtr,
         bytes: usize,
@@ -288,7 +295,7 @@ impl GpuDevice for HipDevice {
             |len| pinned(&self.hip, len),
             fill,
             |staged| {
-                // SAFETY: dst is a device buffer of at least `bytes` bytes; the staging memory
+                // SAFETY: dst holds at least `bytes` bytes (the contract); the staging memory
                 // is not touched again before the copy completes (`upload` waits for it).
                 unsafe {
                     hip::memcpy_async(
@@ -306,7 +313,7 @@ impl GpuDevice for HipDevice {
         )
     }
 
-    fn download_with(
+    unsafe fn download_with(
         &self,
         src: DevicePtr,
         bytes: usize,
@@ -317,7 +324,7 @@ impl GpuDevice for HipDevice {
             bytes,
             |len| pinned(&self.hip, len),
             |range, piece| {
-                // SAFETY: src is a device buffer of at least `bytes` bytes; the piece is read
+                // SAFETY: src holds at least `bytes` bytes (the contract); the piece is read
                 // only after its event says the copy has landed.
                 unsafe {
                     hip::memcpy_async(
@@ -339,9 +346,9 @@ impl GpuDevice for HipDevice {
         )
     }
 
-    fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()> {
+    unsafe fn fill(&self, dst: DevicePtr, bytes: usize, value: u8) -> GpuResult<()> {
         self.bind()?;
-        // SAFETY: dst is a device buffer of at least `bytes` bytes.
+        // SAFETY: dst holds at least `bytes` bytes (the caller's promise, the contract).
         unsafe {
             hip::memset_async(
                 &self.hip,
@@ -354,7 +361,7 @@ impl GpuDevice for HipDevice {
         .map_err(GpuError::from)
     }
 
-    fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
+    unsafe fn launch(&self, kernel: &str, launch: Launch, args: &[KernelArg]) -> GpuResult<()> {
         self.bind()?;
         let function = *self
             .functions
@@ -366,8 +373,9 @@ impl GpuDevice for HipDevice {
             .map(|slot| (slot as *mut u64).cast())
             .collect();
         // SAFETY: the argument list matches the kernel's signature in hip/kernels.hip (the
-        // executor is the only caller, and the same lists run on CUDA against the CPU oracle);
-        // `slots` outlives the call, which copies the values.
+        // typed launchers are the only callers; a test checks them against the sources), its
+        // pointers keep the device-memory contract (the caller's promise); `slots` outlives
+        // the call, which copies the values.
         unsafe {
             self.module.launch(
                 function,
@@ -410,24 +418,27 @@ impl GpuDevice for HipDevice {
         }
     }
 
-    fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
+    unsafe fn linear(&self, path: GemmPath, op: &Linear) -> GpuResult<()> {
         self.bind()?;
-        gemm::linear_on(
-            self,
-            path,
-            op,
-            |op| match &mut *self.lt.lock().unwrap_or_else(|e| e.into_inner()) {
-                Lt::Ready(cache) => cache.linear(op),
-                Lt::Missing(why) => Err(GpuError::LibraryMissing {
-                    library: "hipBLASLt",
-                    detail: format!("{why}; use -o gemm=blas"),
-                }),
-            },
-            |g| self.rocblas_gemm(g),
-        )
+        // SAFETY: `op` keeps the device-memory contract (the caller's promise).
+        unsafe {
+            gemm::linear_on(
+                self,
+                path,
+                op,
+                |op| match &mut *self.lt.lock().unwrap_or_else(|e| e.into_inner()) {
+                    Lt::Ready(cache) => cache.linear(op),
+                    Lt::Missing(why) => Err(GpuError::LibraryMissing {
+                        library: "hipBLASLt",
+                        detail: format!("{why}; use -o gemm=blas"),
+                    }),
+                },
+                |g| self.rocblas_gemm(g),
+            )
+        }
     }
 
-    fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
+    unsafe fn batched_product(&self, op: &BatchedProduct) -> GpuResult<()> {
         self.bind()?;
         self.rocblas_gemm(&ColumnMajorGemm::from(op))
     }

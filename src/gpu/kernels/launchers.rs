@@ -3,7 +3,9 @@
 //! types of the kernel's own (a test parses the kernel sources and compares them), so a call that
 //! swaps two arguments of one type by name, or passes a count where a pointer belongs, does not
 //! compile or does not pass that test. Kernels of one body instantiated several times (row
-//! widths, head depths) form a family: one launcher that takes which member to run.
+//! widths, head depths) form a family: one launcher that takes which member to run. Every
+//! launcher is `unsafe`: what a kernel reads and writes is beyond Rust's checks, so the caller
+//! keeps the [device-memory contract](crate::gpu#the-device-memory-contract).
 
 pub use super::layer_norm::LayerNormWarp;
 use crate::gpu::{DevicePtr, GpuDevice, GpuResult, KernelArg, Launch};
@@ -98,13 +100,20 @@ macro_rules! launchers {
     };
     (@launcher $(#[$doc:meta])* $launcher:ident [] ($($param:ident: $ty:ty),*)) => {
         $(#[$doc])*
+        ///
+        /// # Safety
+        /// The [device-memory contract](crate::gpu#the-device-memory-contract) for every
+        /// pointer, with the sizes the kernel derives from the other arguments and `launch`.
         #[allow(clippy::too_many_arguments)]
-        pub fn $launcher(
+        pub unsafe fn $launcher(
             device: &dyn GpuDevice,
             launch: Launch,
             $($param: $ty),*
         ) -> GpuResult<()> {
-            device.launch(stringify!($launcher), launch, &[$(KernelParam::arg($param)),*])
+            let args = [$(KernelParam::arg($param)),*];
+            // SAFETY: the arguments match the kernel's parameters (a test compares them with
+            // the sources); the pointers are the caller's promise.
+            unsafe { device.launch(stringify!($launcher), launch, &args) }
         }
     };
     (@launcher $(#[$doc:meta])* $launcher:ident [$family:ident: $($member:ident = $entry:ident),+]
@@ -133,14 +142,21 @@ macro_rules! launchers {
     };
     (@launcher $(#[$doc:meta])* $launcher:ident [$family:ident] ($($param:ident: $ty:ty),*)) => {
         $(#[$doc])*
+        ///
+        /// # Safety
+        /// The [device-memory contract](crate::gpu#the-device-memory-contract) for every
+        /// pointer, with the sizes the kernel derives from the other arguments and `launch`.
         #[allow(clippy::too_many_arguments)]
-        pub fn $launcher(
+        pub unsafe fn $launcher(
             device: &dyn GpuDevice,
             kernel: $family,
             launch: Launch,
             $($param: $ty),*
         ) -> GpuResult<()> {
-            device.launch(kernel.name(), launch, &[$(KernelParam::arg($param)),*])
+            let args = [$(KernelParam::arg($param)),*];
+            // SAFETY: the arguments match the member's parameters (a test compares them with
+            // the sources); the pointers are the caller's promise.
+            unsafe { device.launch(kernel.name(), launch, &args) }
         }
     };
     (@signatures $launcher:ident [] ($($param:ident: $ty:ty),*)) => {

@@ -216,7 +216,11 @@ impl AttentionPass {
         }
     }
 
-    fn forward<'a>(
+    /// The pass of `plan` over `io` and `buffers`.
+    ///
+    /// # Safety
+    /// [`NetworkPass::enqueue`]'s, which is [`Forward`]'s invariant.
+    unsafe fn forward<'a>(
         &'a self,
         ops: &Ops<'a>,
         plan: &'a BodyPlan,
@@ -252,18 +256,19 @@ impl NetworkPass for AttentionPass {
         buffers.all().collect()
     }
 
-    fn enqueue(
+    unsafe fn enqueue(
         &self,
         ops: &Ops<'_>,
         plan: &BodyPlan,
         io: &IoBuffers,
         buffers: &Buffers,
     ) -> GpuResult<()> {
-        self.forward(ops, plan, io, buffers).enqueue()
+        // SAFETY: the caller's promise, which `forward` asks for.
+        unsafe { self.forward(ops, plan, io, buffers) }.enqueue()
     }
 
     /// The residual stream after the embedding and after each encoder layer.
-    fn layer_outputs(
+    unsafe fn layer_outputs(
         &self,
         ops: &Ops<'_>,
         io: &IoBuffers,
@@ -271,16 +276,17 @@ impl NetworkPass for AttentionPass {
     ) -> GpuResult<Option<Vec<Vec<f32>>>> {
         let plan = BodyPlan::new(ops.plan.clone(), &self.body(), Scope::LayerByLayer)?;
         let batch = plan.batch();
-        let forward = self.forward(ops, &plan, io, buffers);
+        // SAFETY: the caller's promise for `ops.plan`'s batch, which is `plan`'s.
+        let forward = unsafe { self.forward(ops, &plan, io, buffers) };
         let download_x = || -> GpuResult<Vec<f32>> {
             let mut bytes = vec![0u8; batch * SQUARES * self.shapes.embedding * HALF];
-            ops.device.download(buffers.x.ptr(), &mut bytes)?;
+            buffers.x.copy_to_host(ops.device, 0, &mut bytes)?;
             Ok(bytes
                 .chunks_exact(2)
                 .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
                 .collect())
         };
-        forward.embed(batch)?;
+        forward.embed()?;
         let mut out = vec![download_x()?];
         for layer in 0..self.net.encoders.len() {
             forward.encoder(layer)?;

@@ -138,7 +138,7 @@ impl NetworkPass for TowerPass {
         .collect()
     }
 
-    fn enqueue(
+    unsafe fn enqueue(
         &self,
         ops: &Ops<'_>,
         plan: &PassPlan,
@@ -153,7 +153,8 @@ impl NetworkPass for TowerPass {
             io,
             b,
         };
-        pass.enqueue(plan.batch)
+        // SAFETY: the caller's promise, for the plan's batch.
+        unsafe { pass.enqueue(plan.batch) }
     }
 
     fn format(&self) -> &NetFormat {
@@ -166,6 +167,12 @@ impl NetworkPass for TowerPass {
 }
 
 /// Enqueues one tower pass of `batch` positions whose inputs are on the device.
+///
+/// Its methods are `unsafe` with one precondition, its invariant for their `batch`:
+/// [`NetworkPass::enqueue`]'s promise for `io` and `b` (one lane's buffers, made on
+/// `ops.device`'s GPU for at least `batch` positions, so each holds its tensor for `batch × 64`
+/// rows; used by no other work) and `net` (the pass's weights, each buffer sized by its
+/// layer's shape), all outliving the work and any graph capturing it.
 struct TowerForward<'a> {
     ops: Ops<'a>,
     net: &'a TowerGpu,
@@ -176,35 +183,42 @@ struct TowerForward<'a> {
 }
 
 impl TowerForward<'_> {
-    fn enqueue(&self, batch: usize) -> GpuResult<()> {
-        let (net, b, rows) = (self.net, self.b, batch * SQUARES);
-        let input_cost = pass_cost(rows * INPUT_PLANES, 0) + self.conv3x3_cost(&net.input, rows);
-        self.ops.op("input conv", None, input_cost, || {
-            let (masks, values) = self.io.inputs(batch);
-            launchers::expand_tokens(
-                self.ops.device,
-                Launch::elements(rows * INPUT_PLANES),
-                masks,
-                values,
-                None,
-                0,
-                0,
-                b.planes.ptr(),
-                batch as i32,
-            )?;
-            self.conv3x3(&net.input, b.planes.ptr(), b.x.ptr(), batch, Some(self.act))
-        })?;
-        for (i, block) in net.blocks.iter().enumerate() {
-            self.block(i, block, batch)?;
-        }
-        self.ops
-            .op("policy head", None, self.policy_cost(batch), || {
-                self.policy(batch)
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`.
+    unsafe fn enqueue(&self, batch: usize) -> GpuResult<()> {
+        // SAFETY: `planes`, `x` and the other activations are the lane's buffers for `batch × 64`
+        // rows, the inputs `io`'s for `batch` (the invariant); each call below keeps it.
+        unsafe {
+            let (net, b, rows) = (self.net, self.b, batch * SQUARES);
+            let input_cost =
+                pass_cost(rows * INPUT_PLANES, 0) + self.conv3x3_cost(&net.input, rows);
+            self.ops.op("input conv", None, input_cost, || {
+                let (masks, values) = self.io.inputs(batch);
+                launchers::expand_tokens(
+                    self.ops.device,
+                    Launch::elements(rows * INPUT_PLANES),
+                    masks,
+                    values,
+                    None,
+                    0,
+                    0,
+                    b.planes.ptr(),
+                    batch as i32,
+                )?;
+                self.conv3x3(&net.input, b.planes.ptr(), b.x.ptr(), batch, Some(self.act))
             })?;
-        self.ops
-            .op("value+mlh heads", None, self.heads_cost(batch), || {
-                self.value_and_moves_left(batch)
-            })
+            for (i, block) in net.blocks.iter().enumerate() {
+                self.block(i, block, batch)?;
+            }
+            self.ops
+                .op("policy head", None, self.policy_cost(batch), || {
+                    self.policy(batch)
+                })?;
+            self.ops
+                .op("value+mlh heads", None, self.heads_cost(batch), || {
+                    self.value_and_moves_left(batch)
+                })
+        }
     }
 
     /// FLOPs and bytes of a 3×3 convolution: the gather and the GEMM.
@@ -213,7 +227,11 @@ impl TowerForward<'_> {
     }
 
     /// `y = conv(x)` (3×3), with the bias and `act` where given (`None`: no bias).
-    fn conv3x3(
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`, and the device-memory contract for `x` and `y` (`batch × 64`
+    /// rows of the convolution's input and output channels).
+    unsafe fn conv3x3(
         &self,
         conv: &DenseGpu,
         x: DevicePtr,
@@ -221,81 +239,92 @@ impl TowerForward<'_> {
         batch: usize,
         act: Option<Activation>,
     ) -> GpuResult<()> {
-        let channels = conv.inputs / TAPS;
-        let columns = self.b.columns.ptr();
-        let vector = if channels.is_multiple_of(8) { 8 } else { 1 };
-        launchers::conv_gather3x3(
-            self.ops.device,
-            Launch::elements(batch * SQUARES * conv.inputs / vector),
-            x,
-            channels as i32,
-            columns,
-            batch as i32,
-        )?;
-        match act {
-            Some(act) => self.ops.dense_act(conv, columns, y, batch * SQUARES, act),
-            None => self.ops.linear(conv, columns, y, batch * SQUARES, false),
+        // SAFETY: `columns` is the lane's im2col buffer of `batch × 64` rows of the widest
+        // convolution's 9 × channels (the invariant); `x`, `y` the caller's promise.
+        unsafe {
+            let channels = conv.inputs / TAPS;
+            let columns = self.b.columns.ptr();
+            let vector = if channels.is_multiple_of(8) { 8 } else { 1 };
+            launchers::conv_gather3x3(
+                self.ops.device,
+                Launch::elements(batch * SQUARES * conv.inputs / vector),
+                x,
+                channels as i32,
+                columns,
+                batch as i32,
+            )?;
+            match act {
+                Some(act) => self.ops.dense_act(conv, columns, y, batch * SQUARES, act),
+                None => self.ops.linear(conv, columns, y, batch * SQUARES, false),
+            }
         }
     }
 
     /// `x = act(SE(conv2(act(conv1(x)))) + x)`, or without SE `act(conv2(…) + x)`.
-    fn block(&self, i: usize, block: &BlockGpu, batch: usize) -> GpuResult<()> {
-        let (b, rows, layer) = (self.b, batch * SQUARES, Some(i));
-        self.ops.op(
-            "conv1",
-            layer,
-            self.conv3x3_cost(&block.conv1, rows),
-            || self.conv3x3(&block.conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act)),
-        )?;
-        self.ops.op(
-            "conv2",
-            layer,
-            self.conv3x3_cost(&block.conv2, rows),
-            || self.conv3x3(&block.conv2, b.h.ptr(), b.y.ptr(), batch, None),
-        )?;
-        let channels = self.net.filters;
-        let bias = block.conv2.required_bias("conv2")?;
-        let Some(se) = &block.se else {
-            return self
-                .ops
-                .op("residual+act", layer, pass_cost(rows * channels, 2), || {
-                    launchers::bias_residual_act(
-                        self.ops.device,
-                        Launch::elements(rows * channels),
-                        b.y.ptr(),
-                        bias,
-                        b.x.ptr(),
-                        rows as i64,
-                        channels as i32,
-                        activation_code(self.act),
-                    )
-                });
-        };
-        let cost = pass_cost(rows * channels, 2)
-            + linear_cost(&se.fc1, batch)
-            + linear_cost(&se.fc2, batch);
-        self.ops.op("se+residual+act", layer, cost, || {
-            let floats = channels + se.fc1.outputs + se.fc2.outputs;
-            let launch = Launch {
-                grid: [batch as u32, 1, 1],
-                block: [SE_RESIDUAL_THREADS, 1, 1],
-                shared_bytes: (floats * size_of::<f32>()) as u32,
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`.
+    unsafe fn block(&self, i: usize, block: &BlockGpu, batch: usize) -> GpuResult<()> {
+        // SAFETY: `x`, `h` and `y` are the lane's buffers of `batch × 64` rows of the tower's
+        // channels; the block's weights are `net`'s (the invariant).
+        unsafe {
+            let (b, rows, layer) = (self.b, batch * SQUARES, Some(i));
+            self.ops.op(
+                "conv1",
+                layer,
+                self.conv3x3_cost(&block.conv1, rows),
+                || self.conv3x3(&block.conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act)),
+            )?;
+            self.ops.op(
+                "conv2",
+                layer,
+                self.conv3x3_cost(&block.conv2, rows),
+                || self.conv3x3(&block.conv2, b.h.ptr(), b.y.ptr(), batch, None),
+            )?;
+            let channels = self.net.filters;
+            let bias = block.conv2.required_bias("conv2")?;
+            let Some(se) = &block.se else {
+                return self
+                    .ops
+                    .op("residual+act", layer, pass_cost(rows * channels, 2), || {
+                        launchers::bias_residual_act(
+                            self.ops.device,
+                            Launch::elements(rows * channels),
+                            b.y.ptr(),
+                            bias,
+                            b.x.ptr(),
+                            rows as i64,
+                            channels as i32,
+                            activation_code(self.act),
+                        )
+                    });
             };
-            launchers::se_residual(
-                self.ops.device,
-                launch,
-                b.y.ptr(),
-                bias,
-                b.x.ptr(),
-                channels as i32,
-                se.fc1.w.ptr(),
-                se.fc1.required_bias("squeeze-excitation fc1")?,
-                se.fc1.outputs as i32,
-                se.fc2.w.ptr(),
-                se.fc2.required_bias("squeeze-excitation fc2")?,
-                activation_code(self.act),
-            )
-        })
+            let cost = pass_cost(rows * channels, 2)
+                + linear_cost(&se.fc1, batch)
+                + linear_cost(&se.fc2, batch);
+            self.ops.op("se+residual+act", layer, cost, || {
+                let floats = channels + se.fc1.outputs + se.fc2.outputs;
+                let launch = Launch {
+                    grid: [batch as u32, 1, 1],
+                    block: [SE_RESIDUAL_THREADS, 1, 1],
+                    shared_bytes: (floats * size_of::<f32>()) as u32,
+                };
+                launchers::se_residual(
+                    self.ops.device,
+                    launch,
+                    b.y.ptr(),
+                    bias,
+                    b.x.ptr(),
+                    channels as i32,
+                    se.fc1.w.ptr(),
+                    se.fc1.required_bias("squeeze-excitation fc1")?,
+                    se.fc1.outputs as i32,
+                    se.fc2.w.ptr(),
+                    se.fc2.required_bias("squeeze-excitation fc2")?,
+                    activation_code(self.act),
+                )
+            })
+        }
     }
 
     fn policy_cost(&self, batch: usize) -> Cost {
@@ -311,65 +340,80 @@ impl TowerForward<'_> {
         }
     }
 
-    fn policy(&self, batch: usize) -> GpuResult<()> {
-        let (b, rows, out) = (self.b, batch * SQUARES, self.io.policy(batch));
-        match &self.net.policy {
-            TowerPolicyGpu::Classical { conv, dense, map } => {
-                self.ops
-                    .dense_act(conv, b.x.ptr(), b.head_planes.ptr(), rows, self.act)?;
-                self.ops
-                    .linear(dense, b.head_planes.ptr(), b.head_dense.ptr(), batch, true)?;
-                self.gather_policy(b.head_dense.ptr(), POLICY_SIZE, map, batch)
-            }
-            TowerPolicyGpu::Convolution { conv1, conv2, map } => {
-                self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act))?;
-                let planes = conv2.outputs;
-                self.conv3x3(
-                    conv2,
-                    b.h.ptr(),
-                    b.head_planes.ptr(),
-                    batch,
-                    Some(Activation::Identity),
-                )?;
-                self.gather_policy(b.head_planes.ptr(), SQUARES * planes, map, batch)
-            }
-            TowerPolicyGpu::Attention(head) => {
-                // Made with the lane's buffers whenever the head is an attention policy.
-                let buffers = b.attention_policy.as_ref().ok_or_else(|| GpuError::Call {
-                    call: "tower attention policy",
-                    detail: "the lane has no buffers for it".to_owned(),
-                })?;
-                // lc0 runs these heads' embedding with SELU whatever the file says.
-                head.enqueue(
-                    &self.ops,
-                    (b.x.ptr(), Activation::Selu),
-                    buffers,
-                    out,
-                    batch,
-                )
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`.
+    unsafe fn policy(&self, batch: usize) -> GpuResult<()> {
+        // SAFETY: `x`, `h`, `head_planes`, `head_dense` and the attention policy's buffers are
+        // the lane's, for `batch` positions; the policy part of the outputs holds `batch × 1858` f32;
+        // the layers and maps are `net`'s (the invariant).
+        unsafe {
+            let (b, rows, out) = (self.b, batch * SQUARES, self.io.policy(batch));
+            match &self.net.policy {
+                TowerPolicyGpu::Classical { conv, dense, map } => {
+                    self.ops
+                        .dense_act(conv, b.x.ptr(), b.head_planes.ptr(), rows, self.act)?;
+                    self.ops
+                        .linear(dense, b.head_planes.ptr(), b.head_dense.ptr(), batch, true)?;
+                    self.gather_policy(b.head_dense.ptr(), POLICY_SIZE, map, batch)
+                }
+                TowerPolicyGpu::Convolution { conv1, conv2, map } => {
+                    self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act))?;
+                    let planes = conv2.outputs;
+                    self.conv3x3(
+                        conv2,
+                        b.h.ptr(),
+                        b.head_planes.ptr(),
+                        batch,
+                        Some(Activation::Identity),
+                    )?;
+                    self.gather_policy(b.head_planes.ptr(), SQUARES * planes, map, batch)
+                }
+                TowerPolicyGpu::Attention(head) => {
+                    // Made with the lane's buffers whenever the head is an attention policy.
+                    let buffers = b.attention_policy.as_ref().ok_or_else(|| GpuError::Call {
+                        call: "tower attention policy",
+                        detail: "the lane has no buffers for it".to_owned(),
+                    })?;
+                    // lc0 runs these heads' embedding with SELU whatever the file says.
+                    head.enqueue(
+                        &self.ops,
+                        (b.x.ptr(), Activation::Selu),
+                        buffers,
+                        out,
+                        batch,
+                    )
+                }
             }
         }
     }
 
     /// `policy[b][map[j]] = input[b·per_position + j]` for every mapped `j` (the policy part of
     /// the outputs, [`IoBuffers::policy`]).
-    fn gather_policy(
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`, and the device-memory contract for `input` (`batch ×
+    /// per_position` halves) and `map` (`per_position` indices).
+    unsafe fn gather_policy(
         &self,
         input: DevicePtr,
         per_position: usize,
         map: &GpuBuffer,
         batch: usize,
     ) -> GpuResult<()> {
-        launchers::policy_gather(
-            self.ops.device,
-            Launch::elements(batch * per_position),
-            input,
-            per_position as i32,
-            map.ptr(),
-            per_position as i32,
-            self.io.policy(batch),
-            batch as i32,
-        )
+        // SAFETY: the caller's promise for `input` and `map`; the outputs' policy part holds
+        // `batch × 1858` f32 (the invariant).
+        unsafe {
+            launchers::policy_gather(
+                self.ops.device,
+                Launch::elements(batch * per_position),
+                input,
+                per_position as i32,
+                map.ptr(),
+                per_position as i32,
+                self.io.policy(batch),
+                batch as i32,
+            )
+        }
     }
 
     fn heads_cost(&self, batch: usize) -> Cost {
@@ -386,42 +430,56 @@ impl TowerForward<'_> {
     }
 
     /// `output(act(hidden(flatten(act(conv 1×1)))))` into `out`.
-    fn conv_head(&self, head: &ConvHeadGpu, out: DevicePtr, batch: usize) -> GpuResult<()> {
-        let b = self.b;
-        self.ops.dense_act(
-            &head.conv,
-            b.x.ptr(),
-            b.head_planes.ptr(),
-            batch * SQUARES,
-            self.act,
-        )?;
-        self.ops.dense_act(
-            &head.hidden,
-            b.head_planes.ptr(),
-            b.head_dense.ptr(),
-            batch,
-            self.act,
-        )?;
-        self.ops
-            .linear(&head.output, b.head_dense.ptr(), out, batch, true)
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`, and the device-memory contract for `out` (`batch` rows of the
+    /// head's outputs).
+    unsafe fn conv_head(&self, head: &ConvHeadGpu, out: DevicePtr, batch: usize) -> GpuResult<()> {
+        // SAFETY: `x`, `head_planes` and `head_dense` are the lane's buffers for `batch`
+        // positions, the head's layers `net`'s (the invariant); `out` the caller's promise.
+        unsafe {
+            let b = self.b;
+            self.ops.dense_act(
+                &head.conv,
+                b.x.ptr(),
+                b.head_planes.ptr(),
+                batch * SQUARES,
+                self.act,
+            )?;
+            self.ops.dense_act(
+                &head.hidden,
+                b.head_planes.ptr(),
+                b.head_dense.ptr(),
+                batch,
+                self.act,
+            )?;
+            self.ops
+                .linear(&head.output, b.head_dense.ptr(), out, batch, true)
+        }
     }
 
-    fn value_and_moves_left(&self, batch: usize) -> GpuResult<()> {
-        let b = self.b;
-        self.conv_head(&self.net.value, b.value_out.ptr(), batch)?;
-        let mlh = match &self.net.moves_left {
-            Some(head) => {
-                self.conv_head(head, b.mlh_out.ptr(), batch)?;
-                Some(b.mlh_out.ptr())
-            }
-            None => None,
-        };
-        finish_value(
-            &self.ops,
-            (b.value_out.ptr(), self.wdl),
-            mlh,
-            self.io.finished(),
-            batch,
-        )
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`.
+    unsafe fn value_and_moves_left(&self, batch: usize) -> GpuResult<()> {
+        // SAFETY: `value_out` and `mlh_out` hold `batch` rows of the heads' outputs, the outputs'
+        // first `batch × 3` f32 are (Q, D, M) (the invariant).
+        unsafe {
+            let b = self.b;
+            self.conv_head(&self.net.value, b.value_out.ptr(), batch)?;
+            let mlh = match &self.net.moves_left {
+                Some(head) => {
+                    self.conv_head(head, b.mlh_out.ptr(), batch)?;
+                    Some(b.mlh_out.ptr())
+                }
+                None => None,
+            };
+            finish_value(
+                &self.ops,
+                (b.value_out.ptr(), self.wdl),
+                mlh,
+                self.io.finished(),
+                batch,
+            )
+        }
     }
 }
