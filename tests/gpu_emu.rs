@@ -215,6 +215,46 @@ fn backend_matches_cpu_on_bundled_nets() {
     }
 }
 
+/// One backend over three emulated GPUs, each with memory of its own: under both policies
+/// every position gets the cpu oracle's outputs, in the batch's order (a split batch's parts
+/// joined back; whole calls dealt to GPUs given out of order).
+#[test]
+fn several_emulated_gpus_match_cpu() {
+    if emulated(64).is_none() {
+        return;
+    }
+    let net = "bundled:tiny";
+    let options = [
+        "gpus=all,emulated_gpus=3,split_min=2",
+        "gpus=2,0,emulated_gpus=3,policy=rr,wave=32",
+    ];
+    check_backend_against_cpu_on("hip-emu", net, &bundled(net), &options, 13, &[13, 5]);
+}
+
+/// A GPU that does not exist, one named twice and an empty list are refused, naming what is
+/// wrong, before any GPU is opened (so this runs without the emulator too).
+#[test]
+fn impossible_gpu_lists_are_refused() {
+    let net = "bundled:tiny";
+    for (options, expected) in [
+        (
+            "gpus=0,3,emulated_gpus=2",
+            "there is no GPU 3: this machine has 2 (GPUs 0 to 1)",
+        ),
+        ("gpus=1,1,emulated_gpus=2", "GPU 1 is named twice"),
+        ("gpus=,emulated_gpus=2", "expected all or GPU numbers"),
+        ("gpu=1,gpus=0,1", "not both"),
+        ("gpus=all,emulated_gpus=0", "emulated_gpus"),
+        ("gpus=0,1,policy=demux", "expected split or rr"),
+    ] {
+        let error = match lc0rs::backend::create_backend("hip-emu", bundled(net), options) {
+            Ok(_) => panic!("{options}: accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(error.contains(expected), "{options}: {error}");
+    }
+}
+
 /// A batch of 17 runs padded to the prepared size 18 (the extra position's input planes
 /// empty): each position's outputs still match the cpu oracle, eager and from the graph.
 #[test]
