@@ -378,7 +378,7 @@ pub fn report() -> Vec<String> {
             "kernel cache: {} (built at first use per wave size)",
             library::emu_cache_dir().display()
         ),
-        "backend hip-emu, options wave=64|32 (default 64), lt_release=7|6 (default 7)".to_owned(),
+        "backend hip-emu, options wave=64|32 (default 64), lt_release=7|6 (default 7), emulated_gpus=N (default 1)".to_owned(),
         format!("not emulated: {NOT_EMULATED}"),
     ]
 }
