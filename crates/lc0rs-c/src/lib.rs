@@ -495,10 +495,12 @@ pub unsafe extern "C" fn lc0rs_net_open_bytes(
             )
         };
         let name = name.unwrap_or("<memory>");
-        let (model, _) = load_model_bytes(bytes.to_vec(), name, &LoadOptions::default())
-            .map_err(|source| Error::Load {
-                name: name.to_owned(),
-                source,
+        let (model, _) =
+            load_model_bytes(bytes.to_vec(), name, &LoadOptions::default()).map_err(|source| {
+                Error::Load {
+                    name: name.to_owned(),
+                    source,
+                }
             })?;
         let handle = register_net(model, backend, options)?;
         // SAFETY: checked non-null above; the caller promises it is valid for one write.
@@ -1106,9 +1108,18 @@ mod tests {
                 Lc0rsStatus::Ok
             );
             assert_eq!(lc0rs_computation_compute(c), Lc0rsStatus::Ok);
-            assert_eq!(lc0rs_computation_get_q(c, 0, &mut values[0]), Lc0rsStatus::Ok);
-            assert_eq!(lc0rs_computation_get_d(c, 0, &mut values[1]), Lc0rsStatus::Ok);
-            assert_eq!(lc0rs_computation_get_m(c, 0, &mut values[2]), Lc0rsStatus::Ok);
+            assert_eq!(
+                lc0rs_computation_get_q(c, 0, &mut values[0]),
+                Lc0rsStatus::Ok
+            );
+            assert_eq!(
+                lc0rs_computation_get_d(c, 0, &mut values[1]),
+                Lc0rsStatus::Ok
+            );
+            assert_eq!(
+                lc0rs_computation_get_m(c, 0, &mut values[2]),
+                Lc0rsStatus::Ok
+            );
             assert_eq!(
                 lc0rs_computation_get_policy_logits(
                     c,
