@@ -72,6 +72,8 @@ fi
 uci_search() {
   local log=$1 i
   shift
+  # The feeder reads lc0's output to know when to quit: reading the file lc0 writes is the point.
+  # shellcheck disable=SC2094
   {
     printf 'uci\nisready\nposition startpos moves e2e4 e7e5 g1f3 b8c6 f1b5\ngo nodes %s\n' "$search_nodes"
     for ((i = 0; i < 1200; i++)); do
