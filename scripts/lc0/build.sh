@@ -16,6 +16,11 @@
 #   CUDA_INCLUDEDIRS   comma-separated dirs with cuda_runtime.h and cublas_v2.h (same)
 #   NVCC_CCBIN         host compiler for nvcc (-Dnvcc_ccbin)
 #   LC0_MESON_ARGS     extra meson setup arguments, e.g. --force-fallback-for=zlib
+#   LC0_BLAS           1: also build lc0's CPU backends `blas` (OpenBLAS when found) and `eigen`
+#                      (needs Eigen 3 headers), with any CUDA_ARCH, `none` included (default 0)
+#   LC0_SOURCE_HOOK    a command run on the unpacked sources before meson setup, with their
+#                      directory as its argument (integrations/lc0/build.sh adds lc0rs with it)
+#   LC0_EXPECT_BACKENDS comma-separated backend names that `lc0 --help` must list
 #   JOBS               ninja's -j (default: nproc)
 set -euo pipefail
 
@@ -43,6 +48,10 @@ die() {
   exit 1
 }
 
+case ${LC0_BLAS:=0} in
+  0 | 1) ;;
+  *) die "LC0_BLAS must be 0 or 1, not '$LC0_BLAS'" ;;
+esac
 case $arch in
   none) ;;
   [1-9][0-9] | [1-9][0-9][0-9]) ;;
@@ -140,8 +149,18 @@ if [ "$arch" != none ]; then
   [ -z "${NVCC_CCBIN:-}" ] || cuda_opts+=(-Dnvcc_ccbin="$NVCC_CCBIN")
 else
   echo
-  echo "CUDA_ARCH=none: no GPU backend; this only checks that the sources configure and compile."
-  cuda_opts=(-Dbuild_backends=false -Dplain_cuda=false -Dcudnn=false -Dcutlass=false -Dnvcc=false)
+  if [ "$LC0_BLAS" = 1 ]; then
+    echo "CUDA_ARCH=none: no GPU backend; lc0's CPU backends (blas, eigen) only."
+    cuda_opts=(-Dbuild_backends=true -Dplain_cuda=false -Dcudnn=false -Dcutlass=false -Dnvcc=false)
+  else
+    echo "CUDA_ARCH=none: no GPU backend; this only checks that the sources configure and compile."
+    cuda_opts=(-Dbuild_backends=false -Dplain_cuda=false -Dcudnn=false -Dcutlass=false -Dnvcc=false)
+  fi
+fi
+if [ "$LC0_BLAS" = 1 ]; then
+  blas_opts=(-Dblas=true -Dopenblas=true)
+else
+  blas_opts=(-Dblas=false -Dopenblas=false)
 fi
 
 # ------------------------------------------------------------------------------------------
@@ -150,6 +169,12 @@ rm -rf "$src" "$bld"
 tar -xf "$tarball" -C "$build_root"
 [ -f "$src/meson.build" ] || die "$tarball did not unpack to $src"
 cat "$src/LC0_SOURCES.txt"
+if [ -n "${LC0_SOURCE_HOOK:-}" ]; then
+  step "source hook"
+  echo "$LC0_SOURCE_HOOK $src"
+  # shellcheck disable=SC2086 # the hook may be a command with arguments
+  $LC0_SOURCE_HOOK "$src"
+fi
 
 # ------------------------------------------------------------------------------------------
 step "meson setup"
@@ -165,7 +190,7 @@ opts=(
   -Db_lto=false
   -Dnative_arch=true
   "${cuda_opts[@]}"
-  -Dblas=false -Dopenblas=false -Dmkl=false -Ddnnl=false -Daccelerate=false -Dispc=false
+  "${blas_opts[@]}" -Dmkl=false -Ddnnl=false -Daccelerate=false -Dispc=false
   -Donednn=false -Dopencl=false -Ddx=false -Dtensorflow=false -Donnx=false -Dxla=false
   -Dsycl=off -Dmetal=disabled
   -Dgtest=false -Drescorer=false -Dpython_bindings=false -Dtrace_library=off -Dembed=false
@@ -186,6 +211,11 @@ if [ "$arch" != none ]; then
       die "meson did not enable cutlass for sm_$arch (see $bld/meson-logs/meson-log.txt)"
   fi
   echo "CUDA backend: yes; cutlass: $(grep -q 'cutlass_kernels\.cu' "$bld/build.ninja" && echo yes || echo no)"
+fi
+if [ "$LC0_BLAS" = 1 ]; then
+  grep -q 'network_blas\.cc' "$bld/build.ninja" ||
+    die "meson did not enable the BLAS/Eigen backend (see $bld/meson-logs/meson-log.txt)"
+  echo "BLAS backend: yes ($(grep -q -- '-DUSE_OPENBLAS' "$bld/build.ninja" && echo OpenBLAS and Eigen || echo Eigen only))"
 fi
 grep '^#define BUILD_IDENTIFIER' "$bld/build_id.h" || true
 
@@ -214,5 +244,11 @@ if [ "$arch" != none ]; then
     *) die "$bin --help lists no cuda-fp16 backend" ;;
   esac
 fi
+for want in ${LC0_EXPECT_BACKENDS//,/ }; do
+  case ",$backends," in
+    *,"$want",*) ;;
+    *) die "$bin --help lists no $want backend" ;;
+  esac
+done
 echo
 echo "lc0 binary: $bin"

@@ -2,11 +2,11 @@
  * lc0rs: Leela Chess Zero networks from C. Generated from crates/lc0rs-c/src/lib.rs by
  * cbindgen; do not edit.
  *
- * Use: lc0rs_net_open, lc0rs_computation_create, lc0rs_computation_add_fen or
- * lc0rs_computation_add_planes for each position, lc0rs_computation_compute, then the
- * lc0rs_computation_get_* readers; free both handles. Every function but the four that
- * return strings or the version returns an lc0rs_status; on failure lc0rs_last_error()
- * says why.
+ * Use: lc0rs_net_open (or lc0rs_net_open_bytes for a net in memory),
+ * lc0rs_computation_create, lc0rs_computation_add_fen or lc0rs_computation_add_planes for
+ * each position, lc0rs_computation_compute, then the lc0rs_computation_get_* readers; free
+ * both handles. Every function but the four that return strings or the version returns an
+ * lc0rs_status; on failure lc0rs_last_error() says why.
  *
  * Handles are integers from a registry, not pointers: a handle that is 0, was never
  * issued, was freed (double free, use after free) or names the other kind of object is
@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 // The version of this interface: changes whenever a declaration in the header changes.
-#define LC0RS_ABI_VERSION 1
+#define LC0RS_ABI_VERSION 2
 
 // Policy logits per position (lc0's policy index, 0 ≤ index < 1858).
 #define LC0RS_POLICY_SIZE 1858
@@ -131,6 +131,27 @@ enum lc0rs_status lc0rs_net_open(const char *weights,
                                  const char *backend,
                                  const char *options,
                                  lc0rs_net *out);
+
+// Opens a network held in memory on a backend and stores its handle in `*out`.
+//
+// `data`, `len`: the bytes of a weights file, gzip-compressed (`.pb.gz`) or plain protobuf
+// (`.pb`, e.g. an lc0 `pblczero::Net` serialized in memory); they are copied, and may be freed
+// once the call returns. `name`: what errors call the network (NULL is `"<memory>"`).
+// `backend` and `options`: as `lc0rs_net_open`. Bytes that are not a valid network (empty,
+// truncated or corrupt gzip, a malformed protobuf, an unsupported format) fail with
+// `LC0RS_STATUS_LOAD` and a message naming `name`.
+//
+// Thread-safe: any number of threads may open networks at once.
+//
+// # Safety
+// `data` is NULL or readable for `len` bytes; each string is NULL or NUL-terminated and
+// readable; `out` is NULL or valid for one write.
+enum lc0rs_status lc0rs_net_open_bytes(const uint8_t *data,
+                                       size_t len,
+                                       const char *name,
+                                       const char *backend,
+                                       const char *options,
+                                       lc0rs_net *out);
 
 // Frees a network. Computations made from it keep working (each holds the network until it
 // is freed); the handle is invalid afterwards, and freeing it again returns

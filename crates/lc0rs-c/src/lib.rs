@@ -25,10 +25,10 @@ use lc0rs::chess::{
     ChessError, HistoryFill, InputPlane, InputPlanes, PositionHistory, encode_position,
 };
 use lc0rs::netsource::NetSource;
-use lc0rs::weights::{LoadOptions, WeightsError};
+use lc0rs::weights::{LoadOptions, Model, WeightsError, load_model_bytes};
 
 /// The version of this interface: changes whenever a declaration in the header changes.
-pub const LC0RS_ABI_VERSION: u32 = 1;
+pub const LC0RS_ABI_VERSION: u32 = 2;
 /// Policy logits per position (lc0's policy index, 0 ≤ index < 1858).
 pub const LC0RS_POLICY_SIZE: usize = 1858;
 /// Input planes per position.
@@ -452,16 +452,72 @@ pub unsafe extern "C" fn lc0rs_net_open(
         let (model, _) = source
             .load(&LoadOptions::default(), &mut |_, _| {})
             .map_err(|source| Error::Load { name, source })?;
-        let backend = create_backend(
-            backend.unwrap_or_else(best_backend_name),
-            model,
-            options.unwrap_or(""),
-        )?;
-        let handle = new_handle(NET_TAG);
-        lock(&REGISTRY.nets).insert(handle, Arc::new(Net { backend }));
+        let handle = register_net(model, backend, options)?;
         // SAFETY: checked non-null above; the caller promises it is valid for one write.
         unsafe { write_out(out, handle, "out") }
     })
+}
+
+/// Opens a network held in memory on a backend and stores its handle in `*out`.
+///
+/// `data`, `len`: the bytes of a weights file, gzip-compressed (`.pb.gz`) or plain protobuf
+/// (`.pb`, e.g. an lc0 `pblczero::Net` serialized in memory); they are copied, and may be freed
+/// once the call returns. `name`: what errors call the network (NULL is `"<memory>"`).
+/// `backend` and `options`: as `lc0rs_net_open`. Bytes that are not a valid network (empty,
+/// truncated or corrupt gzip, a malformed protobuf, an unsupported format) fail with
+/// `LC0RS_STATUS_LOAD` and a message naming `name`.
+///
+/// Thread-safe: any number of threads may open networks at once.
+///
+/// # Safety
+/// `data` is NULL or readable for `len` bytes; each string is NULL or NUL-terminated and
+/// readable; `out` is NULL or valid for one write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lc0rs_net_open_bytes(
+    data: *const u8,
+    len: usize,
+    name: *const c_char,
+    backend: *const c_char,
+    options: *const c_char,
+    out: *mut Lc0rsNet,
+) -> Lc0rsStatus {
+    boundary(|| {
+        if out.is_null() {
+            return Err(Error::Null { what: "out" });
+        }
+        // SAFETY: the caller's promise for `data` and each string.
+        let (bytes, name, backend, options) = unsafe {
+            (
+                in_array(data, len, "data")?,
+                optional_str(name, "name")?,
+                optional_str(backend, "backend")?,
+                optional_str(options, "options")?,
+            )
+        };
+        let name = name.unwrap_or("<memory>");
+        let (model, _) =
+            load_model_bytes(bytes.to_vec(), name, &LoadOptions::default()).map_err(|source| {
+                Error::Load {
+                    name: name.to_owned(),
+                    source,
+                }
+            })?;
+        let handle = register_net(model, backend, options)?;
+        // SAFETY: checked non-null above; the caller promises it is valid for one write.
+        unsafe { write_out(out, handle, "out") }
+    })
+}
+
+/// Creates the backend for a loaded model and registers it; returns its handle.
+fn register_net(model: Model, backend: Option<&str>, options: Option<&str>) -> Result<u64> {
+    let name = match backend {
+        Some(name) => name,
+        None => best_backend_name(),
+    };
+    let backend = create_backend(name, model, options.unwrap_or(""))?;
+    let handle = new_handle(NET_TAG);
+    lock(&REGISTRY.nets).insert(handle, Arc::new(Net { backend }));
+    Ok(handle)
 }
 
 /// Frees a network. Computations made from it keep working (each holds the network until it
@@ -1018,6 +1074,138 @@ mod tests {
         assert_eq!(lc0rs_computation_free(c), Lc0rsStatus::Ok);
         assert_eq!(lc0rs_computation_free(c), Lc0rsStatus::InvalidHandle);
         assert_eq!(lc0rs_net_free(net), Lc0rsStatus::Ok);
+    }
+
+    /// The bundled tiny net's file, as lc0 or any caller would hold it in memory.
+    const TINY_GZ: &[u8] = include_bytes!("../../../weights/tiny.pb.gz");
+
+    /// Opens `bytes` on the cpu backend; the status and the handle.
+    fn open_bytes(bytes: &[u8]) -> (Lc0rsStatus, Lc0rsNet) {
+        let mut net = 0;
+        // SAFETY: a live slice, static strings and an out pointer to a local.
+        let status = unsafe {
+            lc0rs_net_open_bytes(
+                bytes.as_ptr(),
+                bytes.len(),
+                c"tiny-in-memory".as_ptr(),
+                c"cpu".as_ptr(),
+                c"threads=1".as_ptr(),
+                &mut net,
+            )
+        };
+        (status, net)
+    }
+
+    /// Q, D, M and the 1858 logits of the start position (with its moves' history) on `net`.
+    fn evaluate(net: Lc0rsNet) -> Vec<f32> {
+        let mut c = 0;
+        let mut values = vec![0.0; 3 + LC0RS_POLICY_SIZE];
+        // SAFETY: out pointers to locals, a buffer of the stated length, static strings.
+        unsafe {
+            assert_eq!(lc0rs_computation_create(net, &mut c), Lc0rsStatus::Ok);
+            assert_eq!(
+                lc0rs_computation_add_fen(c, std::ptr::null(), c"e2e4 c7c5".as_ptr()),
+                Lc0rsStatus::Ok
+            );
+            assert_eq!(lc0rs_computation_compute(c), Lc0rsStatus::Ok);
+            assert_eq!(
+                lc0rs_computation_get_q(c, 0, &mut values[0]),
+                Lc0rsStatus::Ok
+            );
+            assert_eq!(
+                lc0rs_computation_get_d(c, 0, &mut values[1]),
+                Lc0rsStatus::Ok
+            );
+            assert_eq!(
+                lc0rs_computation_get_m(c, 0, &mut values[2]),
+                Lc0rsStatus::Ok
+            );
+            assert_eq!(
+                lc0rs_computation_get_policy_logits(
+                    c,
+                    0,
+                    values[3..].as_mut_ptr(),
+                    LC0RS_POLICY_SIZE
+                ),
+                Lc0rsStatus::Ok
+            );
+        }
+        assert_eq!(lc0rs_computation_free(c), Lc0rsStatus::Ok);
+        values
+    }
+
+    fn last_error() -> String {
+        // SAFETY: the thread's message, read before the next call.
+        unsafe { CStr::from_ptr(lc0rs_last_error()) }
+            .to_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn a_net_in_memory_gzipped_or_plain_is_the_net_on_disk() {
+        use std::io::Read;
+        let mut plain = Vec::new();
+        flate2::read::GzDecoder::new(TINY_GZ)
+            .read_to_end(&mut plain)
+            .unwrap();
+        let mut by_name = 0;
+        // SAFETY: static strings and an out pointer to a local.
+        let status = unsafe {
+            lc0rs_net_open(
+                c"bundled:tiny".as_ptr(),
+                c"cpu".as_ptr(),
+                c"threads=1".as_ptr(),
+                &mut by_name,
+            )
+        };
+        assert_eq!(status, Lc0rsStatus::Ok);
+        let want = evaluate(by_name);
+        for bytes in [TINY_GZ, &plain[..]] {
+            let (status, net) = open_bytes(bytes);
+            assert_eq!(status, Lc0rsStatus::Ok, "{}", last_error());
+            assert_eq!(evaluate(net), want);
+            assert_eq!(lc0rs_net_free(net), Lc0rsStatus::Ok);
+        }
+        assert_eq!(lc0rs_net_free(by_name), Lc0rsStatus::Ok);
+    }
+
+    #[test]
+    fn corrupt_bytes_are_a_load_error_naming_the_net() {
+        let mut flipped = TINY_GZ.to_vec();
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0x55;
+        let cases: [&[u8]; 5] = [
+            &[],
+            b"not a network at all",
+            &TINY_GZ[..TINY_GZ.len() / 2],
+            &flipped,
+            b"1\n0.5 0.5",
+        ];
+        for bytes in cases {
+            let (status, net) = open_bytes(bytes);
+            assert_eq!(
+                (status, net),
+                (Lc0rsStatus::Load, 0),
+                "{} bytes",
+                bytes.len()
+            );
+            let message = last_error();
+            assert!(message.contains("tiny-in-memory"), "{message}");
+        }
+        let mut net = 0;
+        // SAFETY: NULL data is refused before anything is read.
+        let status = unsafe {
+            lc0rs_net_open_bytes(
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                &mut net,
+            )
+        };
+        assert_eq!(status, Lc0rsStatus::NullPointer);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! backend, and compares every output it prints with the Rust library's own `cpu` backend
 //! evaluating the same positions. The C program also checks the misuse cases (null pointers,
 //! freed and wrong-kind handles, out-of-range indices, a second thread on a busy computation)
-//! and fails unless each returns its error code.
+//! and fails unless each returns its error code, and opens the tiny net's file from memory
+//! (`lc0rs_net_open_bytes`), which must give exactly the outputs of the net opened by name.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -164,6 +165,7 @@ fn c_program_matches_the_rust_library_and_survives_misuse() {
         let output = Command::new(exe)
             .arg(&planes_file)
             .arg(&positions_file)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../weights/tiny.pb.gz"))
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();

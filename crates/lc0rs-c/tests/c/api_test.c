@@ -3,9 +3,11 @@
  * include/lc0rs.h and the shared library, and run by tests/c_program.rs, which compares what
  * this prints with the Rust library's own cpu backend.
  *
- * Usage: api_test PLANES_FILE POSITIONS_FILE
+ * Usage: api_test PLANES_FILE POSITIONS_FILE NET_FILE
  *   PLANES_FILE: one position a line, 112 pairs "MASK VALUE" (lc0's input planes).
  *   POSITIONS_FILE: one position a line, "FEN<TAB>MOVES" ("startpos" for the start position).
+ *   NET_FILE: the bundled tiny net's file (weights/tiny.pb.gz): read into memory and opened
+ *   with lc0rs_net_open_bytes, it must give exactly the outputs of "bundled:tiny".
  * Prints, for every position (planes first, then FENs, in file order):
  *   out SAMPLE Q D M W D L
  *   policy SAMPLE LOGIT0 ... LOGIT1857
@@ -310,9 +312,88 @@ static void misuse(lc0rs_net net, size_t planes_count) {
     (void)planes_count;
 }
 
+/* Reads a whole file into a malloc'd buffer; its length in *len. */
+static unsigned char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) die("net file");
+    size_t cap = 1 << 16, n = 0, got;
+    unsigned char *buf = malloc(cap);
+    if (buf == NULL) die("malloc");
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            if (buf == NULL) die("realloc");
+        }
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* Whether every output of the positions in both files is the same on both networks. */
+static int same_outputs(lc0rs_net a, lc0rs_net b, const char *planes_path,
+                        const char *positions_path) {
+    lc0rs_computation ca = 0, cb = 0;
+    int same = 1;
+    EXPECT(lc0rs_computation_create(a, &ca), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_create(b, &cb), LC0RS_STATUS_OK, NULL);
+    size_t n = add_inputs(ca, planes_path, positions_path);
+    CHECK(add_inputs(cb, planes_path, positions_path) == n);
+    EXPECT(lc0rs_computation_compute(ca), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_compute(cb), LC0RS_STATUS_OK, NULL);
+    for (size_t i = 0; i < n; i++) {
+        float wa[3], wb[3], ma, mb;
+        static float la[LC0RS_POLICY_SIZE], lb[LC0RS_POLICY_SIZE];
+        EXPECT(lc0rs_computation_get_wdl(ca, i, wa), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_wdl(cb, i, wb), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_m(ca, i, &ma), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_m(cb, i, &mb), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_policy_logits(ca, i, la, LC0RS_POLICY_SIZE),
+               LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_policy_logits(cb, i, lb, LC0RS_POLICY_SIZE),
+               LC0RS_STATUS_OK, NULL);
+        if (memcmp(wa, wb, sizeof wa) != 0 || ma != mb || memcmp(la, lb, sizeof la) != 0) {
+            same = 0;
+        }
+    }
+    EXPECT(lc0rs_computation_free(ca), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_free(cb), LC0RS_STATUS_OK, NULL);
+    return same && n > 0;
+}
+
+/* A network opened from memory: the same net as by name; bad bytes are load errors. */
+static void from_memory(lc0rs_net net, const char *planes_path, const char *positions_path,
+                        const char *net_path) {
+    size_t len = 0;
+    unsigned char *bytes = read_file(net_path, &len);
+    lc0rs_net mem = 0, other = 0;
+    EXPECT(lc0rs_net_open_bytes(bytes, len, "tiny.pb.gz", "cpu", "threads=1", &mem),
+           LC0RS_STATUS_OK, NULL);
+    CHECK(mem != 0);
+    CHECK(same_outputs(net, mem, planes_path, positions_path));
+    EXPECT(lc0rs_net_free(mem), LC0RS_STATUS_OK, NULL);
+
+    EXPECT(lc0rs_net_open_bytes(bytes, len, NULL, "cpu", NULL, NULL), LC0RS_STATUS_NULL_POINTER,
+           "out");
+    EXPECT(lc0rs_net_open_bytes(NULL, 10, NULL, "cpu", NULL, &other), LC0RS_STATUS_NULL_POINTER,
+           "data");
+    EXPECT(lc0rs_net_open_bytes(bytes, 0, "empty", "cpu", NULL, &other), LC0RS_STATUS_LOAD,
+           "empty");
+    EXPECT(lc0rs_net_open_bytes(bytes, len / 2, "half", "cpu", NULL, &other), LC0RS_STATUS_LOAD,
+           "half");
+    EXPECT(lc0rs_net_open_bytes((const uint8_t *)"garbage!", 8, NULL, "cpu", NULL, &other),
+           LC0RS_STATUS_LOAD, "<memory>");
+    EXPECT(lc0rs_net_open_bytes(bytes, len, "tiny.pb.gz", "no-such-backend", NULL, &other),
+           LC0RS_STATUS_BACKEND, "cpu");
+    CHECK(other == 0);
+    free(bytes);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s PLANES_FILE POSITIONS_FILE\n", argv[0]);
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s PLANES_FILE POSITIONS_FILE NET_FILE\n", argv[0]);
         return 2;
     }
     lc0rs_net net = 0;
@@ -345,6 +426,7 @@ int main(int argc, char **argv) {
     EXPECT(lc0rs_computation_free(c), LC0RS_STATUS_OK, NULL);
 
     misuse(net, planes_count);
+    from_memory(net, argv[1], argv[2], argv[3]);
     EXPECT(lc0rs_net_free(net), LC0RS_STATUS_OK, NULL);
     fprintf(stderr, "%d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;

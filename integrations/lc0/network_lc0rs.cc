@@ -1,0 +1,265 @@
+/*
+  The lc0rs backend for Leela Chess Zero: runs lc0's search on lc0rs, a neural network backend
+  written in Rust, through lc0rs' C interface (lc0rs.h).
+
+  This file is a contribution to Leela Chess Zero and, like it, free software: you can
+  redistribute it and/or modify it under the terms of the GNU General Public License as
+  published by the Free Software Foundation, either version 3 of the License, or (at your
+  option) any later version. It is distributed in the hope that it will be useful, but
+  WITHOUT ANY WARRANTY; without even the implied warranty of MERCHANTABILITY or FITNESS FOR A
+  PARTICULAR PURPOSE. See the GNU General Public License for more details
+  <http://www.gnu.org/licenses/>.
+
+  Use: lc0 --backend=lc0rs --backend-opts=backend=cpu,threads=2
+
+  Backend options (--backend-opts):
+    backend=NAME        the lc0rs backend (cpu, cuda-fp16, rocm-fp16, hip-emu, ...); absent:
+                        the best one the machine runs. Inside check/mux/demux, where
+                        `backend` names the lc0 backend, write lc0rs_backend=NAME instead
+                        (it wins; backend=lc0rs is taken as naming this adapter).
+    lc0rs_backend=NAME  the same as backend=NAME.
+    weights=SPEC        the net lc0rs opens instead of lc0's --weights: a file, bundled:tiny,
+                        preset:NAME (lc0rs' spelling).
+    anything else       passed to lc0rs as its backend options (threads=2,max_batch=64,...);
+                        lc0rs refuses what its backend does not know.
+
+  The net: lc0 has already read and fixed up the --weights file into a pblczero::Net; it is
+  serialized back to protobuf bytes and opened from memory by lc0rs_net_open_bytes, so lc0rs
+  evaluates exactly the net lc0 loaded (its own loader checks and decodes it again).
+*/
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "neural/backends/lc0rs/lc0rs.h"
+#include "neural/factory.h"
+#include "utils/exception.h"
+#include "utils/logging.h"
+
+namespace lczero {
+namespace {
+
+// Throws lc0's Exception for a failed lc0rs call, with lc0rs' own message.
+void Check(lc0rs_status status, const char* what) {
+  if (status == LC0RS_STATUS_OK) return;
+  // The message is the calling thread's, valid until its next lc0rs call: copied at once.
+  const std::string message = lc0rs_last_error();
+  throw Exception(std::string("lc0rs: ") + what + " failed (" +
+                  lc0rs_status_name(status) + "): " + message);
+}
+
+// The keys an OptionsDict holds itself (not its parents') with values of type T. OptionsDict
+// offers no listing, and its per-type tables are a private base; this names the protected
+// accessor through a derived class and applies it to the dict's base (a C-style cast may
+// convert to an inaccessible base). Used only to pass unknown options on to lc0rs.
+template <typename T>
+struct OwnKeys : TypeDict<T> {
+  static std::vector<std::string> Of(const OptionsDict& dict) {
+    const auto accessor = &OwnKeys::dict;
+    const TypeDict<T>& table = (const TypeDict<T>&)dict;
+    std::vector<std::string> keys;
+    for (const auto& entry : (table.*accessor)()) keys.push_back(entry.first);
+    return keys;
+  }
+};
+
+std::string FloatText(float value) {
+  std::ostringstream text;
+  text.precision(9);
+  text << value;
+  return text.str();
+}
+
+// What --backend-opts asked of this adapter.
+struct Lc0rsOptions {
+  std::optional<std::string> backend;
+  std::optional<std::string> weights;
+  std::string passthrough;  // lc0rs' backend options, "key=value,..."
+};
+
+Lc0rsOptions ReadOptions(const OptionsDict& options) {
+  if (!options.ListSubdicts().empty()) {
+    throw Exception("lc0rs: nested option groups in --backend-opts are not supported");
+  }
+  Lc0rsOptions result;
+  std::vector<std::pair<std::string, std::string>> rest;
+  std::optional<std::string> backend, lc0rs_backend;
+  for (const auto& key : OwnKeys<std::string>::Of(options)) {
+    const auto value = options.Get<std::string>(key);  // Marks it as read.
+    if (key == "backend") {
+      if (value != "lc0rs") backend = value;
+    } else if (key == "lc0rs_backend") {
+      lc0rs_backend = value;
+    } else if (key == "weights") {
+      result.weights = value;
+    } else {
+      rest.emplace_back(key, value);
+    }
+  }
+  for (const auto& key : OwnKeys<int>::Of(options)) {
+    rest.emplace_back(key, std::to_string(options.Get<int>(key)));
+  }
+  for (const auto& key : OwnKeys<float>::Of(options)) {
+    rest.emplace_back(key, FloatText(options.Get<float>(key)));
+  }
+  for (const auto& key : OwnKeys<bool>::Of(options)) {
+    rest.emplace_back(key, options.Get<bool>(key) ? "true" : "false");
+  }
+  result.backend = lc0rs_backend ? lc0rs_backend : backend;
+  for (const auto& [key, value] : rest) {
+    if (value.find_first_of(",=()") != std::string::npos) {
+      throw Exception("lc0rs: option " + key + "=" + value +
+                      ": lc0rs' option values cannot contain , = ( or )");
+    }
+    if (!result.passthrough.empty()) result.passthrough += ",";
+    result.passthrough += key + "=" + value;
+  }
+  return result;
+}
+
+class Lc0rsComputation : public NetworkComputation {
+ public:
+  explicit Lc0rsComputation(lc0rs_net net) {
+    Check(lc0rs_computation_create(net, &computation_), "lc0rs_computation_create");
+  }
+  ~Lc0rsComputation() override {
+    if (computation_ != 0) lc0rs_computation_free(computation_);
+  }
+  Lc0rsComputation(const Lc0rsComputation&) = delete;
+  Lc0rsComputation& operator=(const Lc0rsComputation&) = delete;
+
+  void AddInput(InputPlanes&& input) override {
+    if (input.size() != LC0RS_INPUT_PLANES) {
+      throw Exception("lc0rs: a position of " + std::to_string(input.size()) +
+                      " input planes, " + std::to_string(LC0RS_INPUT_PLANES) +
+                      " expected");
+    }
+    uint64_t masks[LC0RS_INPUT_PLANES];
+    float values[LC0RS_INPUT_PLANES];
+    for (size_t i = 0; i < LC0RS_INPUT_PLANES; ++i) {
+      masks[i] = input[i].mask;
+      values[i] = input[i].value;
+    }
+    Check(lc0rs_computation_add_planes(computation_, masks, values),
+          "lc0rs_computation_add_planes");
+    ++batch_size_;
+  }
+
+  // Evaluates the batch (lc0rs splits it into passes of its max_batch) and copies every
+  // output out, so that the getters are plain reads.
+  void ComputeBlocking() override {
+    Check(lc0rs_computation_compute(computation_), "lc0rs_computation_compute");
+    q_.resize(batch_size_);
+    d_.resize(batch_size_);
+    m_.resize(batch_size_);
+    policy_.resize(static_cast<size_t>(batch_size_) * LC0RS_POLICY_SIZE);
+    for (int i = 0; i < batch_size_; ++i) {
+      Check(lc0rs_computation_get_q(computation_, i, &q_[i]), "lc0rs_computation_get_q");
+      Check(lc0rs_computation_get_d(computation_, i, &d_[i]), "lc0rs_computation_get_d");
+      Check(lc0rs_computation_get_m(computation_, i, &m_[i]), "lc0rs_computation_get_m");
+      Check(lc0rs_computation_get_policy_logits(computation_, i,
+                                                &policy_[i * LC0RS_POLICY_SIZE],
+                                                LC0RS_POLICY_SIZE),
+            "lc0rs_computation_get_policy_logits");
+    }
+  }
+
+  int GetBatchSize() const override { return batch_size_; }
+  // W − L for the side to move (the tanh value for a net without a WDL head).
+  float GetQVal(int sample) const override { return q_.at(sample); }
+  float GetDVal(int sample) const override { return d_.at(sample); }
+  float GetMVal(int sample) const override { return m_.at(sample); }
+  // The raw logit: lc0 applies the softmax (and its temperature) itself.
+  float GetPVal(int sample, int move_id) const override {
+    return policy_.at(static_cast<size_t>(sample) * LC0RS_POLICY_SIZE + move_id);
+  }
+
+ private:
+  lc0rs_computation computation_ = 0;
+  int batch_size_ = 0;
+  std::vector<float> q_, d_, m_, policy_;
+};
+
+class Lc0rsNetwork : public Network {
+ public:
+  Lc0rsNetwork(const std::optional<WeightsFile>& weights, const OptionsDict& dict) {
+    if (lc0rs_abi_version() != LC0RS_ABI_VERSION) {
+      throw Exception("lc0rs: the library implements C interface version " +
+                      std::to_string(lc0rs_abi_version()) + ", this lc0 was built for " +
+                      std::to_string(LC0RS_ABI_VERSION));
+    }
+    const Lc0rsOptions options = ReadOptions(dict);
+    const char* backend = options.backend ? options.backend->c_str() : nullptr;
+    std::string source;
+    if (options.weights) {
+      source = *options.weights;
+      Check(lc0rs_net_open(source.c_str(), backend, options.passthrough.c_str(), &net_),
+            "lc0rs_net_open");
+    } else if (weights) {
+      source = "lc0's weights (in memory)";
+      const std::string bytes = weights->OutputAsString();
+      Check(lc0rs_net_open_bytes(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                 bytes.size(), source.c_str(), backend,
+                                 options.passthrough.c_str(), &net_),
+            "lc0rs_net_open_bytes");
+    } else {
+      throw Exception(
+          "The lc0rs backend requires a network file (--weights) or "
+          "weights= in --backend-opts.");
+    }
+    Check(lc0rs_net_get_info(net_, &info_), "lc0rs_net_get_info");
+    capabilities_ = NetworkCapabilities{
+        static_cast<pblczero::NetworkFormat::InputFormat>(info_.input_format),
+        info_.has_wdl ? pblczero::NetworkFormat::OUTPUT_WDL
+                      : pblczero::NetworkFormat::OUTPUT_CLASSICAL,
+        info_.has_moves_left ? pblczero::NetworkFormat::MOVES_LEFT_V1
+                             : pblczero::NetworkFormat::MOVES_LEFT_NONE};
+    const std::string name = backend ? backend : "";
+    is_cpu_ = name == "cpu" || name == "hip-emu";
+    CERR << "lc0rs " << lc0rs_version() << ": net " << source << " on backend "
+         << (backend ? backend : "(the best available)") << " with options \""
+         << options.passthrough << "\"; input format " << info_.input_format
+         << (info_.has_wdl ? ", WDL" : "") << (info_.has_moves_left ? ", moves left" : "")
+         << ", max batch " << info_.max_batch << ", recommended batch "
+         << info_.recommended_batch << ".";
+  }
+  ~Lc0rsNetwork() override {
+    if (net_ != 0) lc0rs_net_free(net_);
+  }
+  Lc0rsNetwork(const Lc0rsNetwork&) = delete;
+  Lc0rsNetwork& operator=(const Lc0rsNetwork&) = delete;
+
+  const NetworkCapabilities& GetCapabilities() const override { return capabilities_; }
+  // One lc0rs computation per lc0 computation: each serves the one search thread that owns
+  // it; computations of one net may compute on several threads at once.
+  std::unique_ptr<NetworkComputation> NewComputation() override {
+    return std::make_unique<Lc0rsComputation>(net_);
+  }
+  // lc0rs' cpu backend spreads one batch over its own threads (threads=): one search thread
+  // keeps it busy; a GPU backend gains from a second thread filling the next batch.
+  int GetThreads() const override { return is_cpu_ ? 1 : 2; }
+  bool IsCpu() const override { return is_cpu_; }
+  int GetMiniBatchSize() const override {
+    return info_.recommended_batch > 0 ? static_cast<int>(info_.recommended_batch) : 1;
+  }
+
+ private:
+  lc0rs_net net_ = 0;
+  lc0rs_net_info info_{};
+  NetworkCapabilities capabilities_{};
+  bool is_cpu_ = false;
+};
+
+std::unique_ptr<Network> MakeLc0rsNetwork(const std::optional<WeightsFile>& weights,
+                                          const OptionsDict& options) {
+  return std::make_unique<Lc0rsNetwork>(weights, options);
+}
+
+REGISTER_NETWORK("lc0rs", MakeLc0rsNetwork, -100)
+
+}  // namespace
+}  // namespace lczero
