@@ -12,7 +12,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::gpu::kernels::launchers::{self, NaiveAttention};
-use crate::gpu::kernels::{AttentionFamily, AttentionKernel, attention_launch};
+use crate::gpu::kernels::{AttentionArgs, AttentionFamily, AttentionKernel, attention_launch};
 use crate::gpu::{BatchedProduct, GpuBuffer, GpuDevice, GpuError, Launch};
 use crate::profile::Peak;
 
@@ -339,38 +339,14 @@ unsafe fn run(
                 let info = device.info();
                 let shape = (info.multiprocessors as usize, info.warp_size as usize);
                 let how = attention_launch(kernel, case.heads, case.batch, shape);
-                match kernel {
-                    AttentionKernel::Portable(k) => launchers::attention(
-                        device,
-                        k,
-                        how.launch,
-                        b.qkv_gpu.ptr(),
-                        None,
-                        bias,
-                        b.ctx.ptr(),
-                        heads,
-                    ),
-                    AttentionKernel::TensorCores(k) => launchers::attention_mma(
-                        device,
-                        k,
-                        how.launch,
-                        b.qkv_gpu.ptr(),
-                        bias,
-                        b.ctx.ptr(),
-                        heads,
-                        how.heads_per_block.unwrap_or(1),
-                    ),
-                    AttentionKernel::MatrixCores(k) => launchers::attention_matrix(
-                        device,
-                        k,
-                        how.launch,
-                        b.qkv_gpu.ptr(),
-                        None,
-                        bias,
-                        b.ctx.ptr(),
-                        heads,
-                    ),
-                }
+                let args = AttentionArgs {
+                    qkv: b.qkv_gpu.ptr(),
+                    qkv_bias: None,
+                    bias,
+                    ctx: b.ctx.ptr(),
+                    heads,
+                };
+                kernel.launch(device, how, args)
             }
         }
     }

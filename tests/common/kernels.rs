@@ -4,7 +4,7 @@
 
 use half::f16;
 use lc0rs::gpu::kernels::launchers;
-use lc0rs::gpu::kernels::{AttentionFamily, AttentionKernel, activation_code};
+use lc0rs::gpu::kernels::{AttentionArgs, AttentionFamily, AttentionKernel, activation_code};
 use lc0rs::gpu::{GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
@@ -114,38 +114,14 @@ fn check_attention_launch(
     // SAFETY: the caller's qkv (`rows × 3·d_model`), QKV bias (`3·d_model`) and smolgen bias
     // (`batch × heads × 64 × 64`) buffers and `ctx` (`rows × d_model`), all live to the end.
     unsafe {
-        match kernel {
-            AttentionKernel::Portable(k) => launchers::attention(
-                device,
-                k,
-                how.launch,
-                qkv_arg,
-                qkv_bias_gpu.map(GpuBuffer::ptr),
-                bias_arg,
-                ctx.ptr(),
-                heads_arg,
-            ),
-            AttentionKernel::TensorCores(k) => launchers::attention_mma(
-                device,
-                k,
-                how.launch,
-                qkv_arg,
-                bias_arg,
-                ctx.ptr(),
-                heads_arg,
-                how.heads_per_block.unwrap(),
-            ),
-            AttentionKernel::MatrixCores(k) => launchers::attention_matrix(
-                device,
-                k,
-                how.launch,
-                qkv_arg,
-                qkv_bias_gpu.map(GpuBuffer::ptr),
-                bias_arg,
-                ctx.ptr(),
-                heads_arg,
-            ),
-        }
+        let args = AttentionArgs {
+            qkv: qkv_arg,
+            qkv_bias: qkv_bias_gpu.map(GpuBuffer::ptr),
+            bias: bias_arg,
+            ctx: ctx.ptr(),
+            heads: heads_arg,
+        };
+        kernel.launch(device, how, args)
     }
     .unwrap();
     let got = download(device, &ctx, rows * d_model);

@@ -1,7 +1,8 @@
 //! The attention kernels: which family and member runs a head depth, and its launch shape.
 
 use super::Launch;
-use super::launchers::{MatrixAttention, PortableAttention, TensorCoreAttention};
+use super::launchers::{self, MatrixAttention, PortableAttention, TensorCoreAttention};
+use crate::gpu::{DevicePtr, GpuDevice, GpuError, GpuResult};
 
 /// Threads per block of the portable attention kernels (`ATTENTION_THREADS` in hip/attention.hip).
 pub const ATTENTION_THREADS: u32 = 128;
@@ -24,6 +25,19 @@ pub struct AttentionLaunch {
     pub heads_per_block: Option<i32>,
 }
 
+/// What an attention kernel reads and writes: `qkv` (`batch·64 × 3·heads·depth`), the QKV bias
+/// where the kernel adds it (`3·heads·depth`; not the tensor-core kernels, whose QKV GEMM adds
+/// it), the smolgen bias (`batch × heads × 64 × 64`) where the net has one, and `ctx`
+/// (`batch·64 × heads·depth`).
+#[derive(Debug, Clone, Copy)]
+pub struct AttentionArgs {
+    pub qkv: DevicePtr,
+    pub qkv_bias: Option<DevicePtr>,
+    pub bias: Option<DevicePtr>,
+    pub ctx: DevicePtr,
+    pub heads: i32,
+}
+
 /// Which implementation of the attention: portable, NVIDIA tensor cores (`mma.sync`), or AMD
 /// matrix cores (WMMA, MFMA).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +56,50 @@ pub enum AttentionKernel {
 }
 
 impl AttentionKernel {
+    /// Launches the kernel as `how` says on `args`.
+    ///
+    /// # Safety
+    /// `args` keep the device-memory contract (`crate::gpu`) for `how`'s batch: each pointer
+    /// holds the elements [`AttentionArgs`] names.
+    pub unsafe fn launch(
+        self,
+        device: &dyn GpuDevice,
+        how: AttentionLaunch,
+        args: AttentionArgs,
+    ) -> GpuResult<()> {
+        let AttentionArgs {
+            qkv,
+            qkv_bias,
+            bias,
+            ctx,
+            heads,
+        } = args;
+        // SAFETY: the caller's promise, passed on unchanged.
+        unsafe {
+            match self {
+                Self::Portable(k) => {
+                    launchers::attention(device, k, how.launch, qkv, qkv_bias, bias, ctx, heads)
+                }
+                Self::TensorCores(_) if qkv_bias.is_some() => Err(GpuError::Unsupported(
+                    "the tensor-core attention adds no QKV bias (its QKV GEMM does)".to_owned(),
+                )),
+                Self::TensorCores(k) => launchers::attention_mma(
+                    device,
+                    k,
+                    how.launch,
+                    qkv,
+                    bias,
+                    ctx,
+                    heads,
+                    how.heads_per_block.unwrap_or(1),
+                ),
+                Self::MatrixCores(k) => launchers::attention_matrix(
+                    device, k, how.launch, qkv, qkv_bias, bias, ctx, heads,
+                ),
+            }
+        }
+    }
+
     /// The kernel of `family` for a head depth, if one exists.
     pub fn for_depth(depth: usize, family: AttentionFamily) -> Option<Self> {
         use AttentionFamily::*;

@@ -9,8 +9,8 @@ mod layer_norm;
 mod matrix;
 
 pub use self::attention::{
-    ATTENTION_THREADS, AttentionFamily, AttentionKernel, AttentionLaunch, MATRIX_ATTENTION_WAVES,
-    MMA_ATTENTION_THREADS, MMA_MAX_HEADS_PER_BLOCK, attention_launch,
+    ATTENTION_THREADS, AttentionArgs, AttentionFamily, AttentionKernel, AttentionLaunch,
+    MATRIX_ATTENTION_WAVES, MMA_ATTENTION_THREADS, MMA_MAX_HEADS_PER_BLOCK, attention_launch,
 };
 pub use self::layer_norm::{WARP_NORM_MAX_COLS, layer_norm_warp_kernel};
 pub use self::matrix::{MatrixForm, amd_matrix_form, matrix_kernel_names};

@@ -6,7 +6,7 @@ use super::forward::{Forward, ResidualNorm};
 use crate::backend::executor::io::HALF;
 use crate::backend::executor::marks::{Cost, linear_cost, pass_cost};
 use crate::board::SQUARES;
-use crate::gpu::kernels::{AttentionKernel, launchers};
+use crate::gpu::kernels::AttentionArgs;
 use crate::gpu::{DevicePtr, GpuResult};
 use crate::weights::format::Activation;
 
@@ -148,27 +148,15 @@ impl Forward<'_> {
                 // One block per head at batch 1: launched early, they would share the
                 // multiprocessors that the QKV kernel's blocks hold (BT4's portable attention
                 // then took 14.4 µs after its wait instead of 5.2).
+                let args = AttentionArgs {
+                    qkv,
+                    qkv_bias,
+                    bias,
+                    ctx,
+                    heads,
+                };
                 self.ops
-                    .launched_plainly(|| match (plan.attention, how.heads_per_block) {
-                        (AttentionKernel::Portable(kernel), _) => launchers::attention(
-                            device, kernel, how.launch, qkv, qkv_bias, bias, ctx, heads,
-                        ),
-                        (AttentionKernel::TensorCores(kernel), heads_per_block) => {
-                            launchers::attention_mma(
-                                device,
-                                kernel,
-                                how.launch,
-                                qkv,
-                                bias,
-                                ctx,
-                                heads,
-                                heads_per_block.unwrap_or(1),
-                            )
-                        }
-                        (AttentionKernel::MatrixCores(kernel), _) => launchers::attention_matrix(
-                            device, kernel, how.launch, qkv, qkv_bias, bias, ctx, heads,
-                        ),
-                    })
+                    .launched_plainly(|| plan.attention.launch(device, how, args))
             })?;
             self.op("out proj", l, linear_cost(&layer.out, rows), || {
                 self.ops
