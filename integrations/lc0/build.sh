@@ -10,6 +10,9 @@
 # Environment:
 #   LC0_BLAS           1 (default): also build lc0's own CPU backends `blas` and `eigen` (needs
 #                      Eigen 3; OpenBLAS when found), the reference for `--backend=check`; 0: not
+#   LC0RS_STATIC_LIB   a liblc0rs_c.a built elsewhere (e.g. on a machine with Rust, for a GPU
+#                      machine without it): taken as it is, cargo not run; its system libraries
+#                      from LC0RS_NATIVE_LIBS, else beside it in lc0rs-native-static-libs.txt
 #   CARGO              cargo to run (default: cargo)
 #   CARGO_TARGET_DIR   cargo's target directory (default: the repository's target/)
 #   CARGO_BUILD_JOBS   cargo's -j (default: cargo's)
@@ -35,6 +38,13 @@ target_dir=${CARGO_TARGET_DIR:-$repo/target}
 
 echo "==> [lc0rs static library]"
 start=$(date +%s)
+if [ -n "${LC0RS_STATIC_LIB:-}" ]; then
+  lib=$LC0RS_STATIC_LIB
+  [ -f "$lib" ] || die "LC0RS_STATIC_LIB names no file: $lib"
+  native=${LC0RS_NATIVE_LIBS:-$(cat "$(dirname "$lib")/lc0rs-native-static-libs.txt" 2>/dev/null || true)}
+  [ -n "$native" ] || die "no system libraries for $lib: set LC0RS_NATIVE_LIBS (rustc --print native-static-libs)"
+  echo "liblc0rs_c.a: $lib (prebuilt), system libraries: $native"
+else
 # --print native-static-libs names the system libraries the static library needs; rustc prints
 # it only when it compiles the crate, so the list is kept for later runs.
 native_file=$target_dir/release/lc0rs-native-static-libs.txt
@@ -54,6 +64,7 @@ fi
 lib=$target_dir/release/liblc0rs_c.a
 [ -f "$lib" ] || die "cargo built no $lib"
 echo "liblc0rs_c.a: $lib ($(du -h "$lib" | cut -f1)), system libraries: $native ($(($(date +%s) - start)) s)"
+fi
 
 expect=lc0rs
 [ "${LC0_BLAS:-1}" = 0 ] || expect=lc0rs,eigen
