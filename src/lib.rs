@@ -7,13 +7,9 @@
 pub mod backend;
 pub mod board;
 pub mod chess;
-#[cfg(feature = "cli")]
-pub mod commands;
 pub mod evaluate;
 pub mod gpu;
 pub mod netgen;
 pub mod netsource;
 pub mod profile;
-pub mod search;
-pub mod uci;
 pub mod weights;

@@ -1,13 +1,7 @@
 //! Where the time of a forward pass goes: per-operation timings (on GPUs from kernel timestamps
 //! where the device can trace, else from device events),
-//! reported as a table by operation kind, a table per encoder layer, a Chrome/Perfetto trace,
-//! and an SVG chart.
-
-#[cfg(feature = "cli")]
-mod charts;
-
-#[cfg(feature = "cli")]
-pub use charts::{roofline_chart, svg_chart};
+//! reported as a table by operation kind, a table per encoder layer and a Chrome/Perfetto trace
+//! (the SVG charts are drawn by the command line, `lc0rs-cli`).
 
 use std::fmt::Write;
 
@@ -506,21 +500,5 @@ mod tests {
                 .all(|e| e["ph"] == "X" && e["dur"].as_f64().unwrap() > 0.0)
         );
         assert_eq!(events[2]["name"], "attention [layer 0]");
-    }
-
-    #[cfg(feature = "cli")]
-    #[test]
-    fn chart_has_one_bar_per_operation_kind() {
-        let svg = svg_chart(&[pass()], "T82 <batch 64>").unwrap();
-        assert!(
-            svg.starts_with("<svg") && svg.contains("&lt;batch 64&gt;"),
-            "{svg}"
-        );
-        // One bar per operation kind, labelled with its share: attention 4 of 7 ms, qkv 3.
-        for (label, share) in [("attention", "57.1 %"), ("qkv", "42.9 %")] {
-            assert!(svg.contains(label) && svg.contains(share), "{svg}");
-        }
-        let bars = svg.matches("fill=\"#4878A8\"").count();
-        assert_eq!(bars, 2, "{svg}");
     }
 }

@@ -3,13 +3,25 @@
 //! both, a missing one fails the test with how to get it.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The Maia 1900 network file (`LC0RS_MAIA_NET`, else `target/maia/maia-1900.pb.gz`).
+/// The repository's root: the workspace's, whichever of its packages this test belongs to (the
+/// one folder above the package that holds `Cargo.lock`).
+pub fn workspace_root() -> PathBuf {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+    package
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .unwrap_or(package)
+        .to_path_buf()
+}
+
+/// The Maia 1900 network file (`LC0RS_MAIA_NET`, else `target/maia/maia-1900.pb.gz` at the
+/// repository's root).
 pub fn maia() -> Option<PathBuf> {
     let path = std::env::var_os("LC0RS_MAIA_NET").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/maia/maia-1900.pb.gz"),
+        || workspace_root().join("target/maia/maia-1900.pb.gz"),
         PathBuf::from,
     );
     if path.is_file() {

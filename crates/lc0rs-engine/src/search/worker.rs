@@ -1,0 +1,452 @@
+//! One search thread's work: gather a minibatch of leaves as lc0 does (passes of the picker in
+//! [`super::pick`], positions already known answered at once, within a collision budget), evaluate
+//! the new ones on the backend, back everything up. Several threads share one tree and one NN
+//! cache behind a single mutex: tree work (µs per leaf) is done holding it, the backend call
+//! (ms per batch) without it, so one thread's backend call overlaps another's gathering and
+//! back-up, and a backend with several lanes runs their calls side by side.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use shakmaty::Move;
+
+use super::cache::{CachedEval, NnCache};
+use super::leaf::{
+    self, LeafOutcome, NetInput, PreparedLeaf, StartedLeaf, answer_by_rules, children,
+    expand_and_back_up, map_leaves,
+};
+use super::pick::{Collision, Pass, PassInput, collision_budget};
+use super::profile::{Phase, SearchProfile};
+use super::tree::{ROOT, Tree};
+use super::{SearchError, SearchParams};
+use lc0rs::backend::{Backend, BatchOutput};
+use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory};
+
+/// How long a thread whose gathering found only leaves already waiting for another thread's
+/// batch sleeps before trying again (it is woken earlier when a batch is backed up).
+const COLLISION_WAIT: Duration = Duration::from_millis(2);
+
+/// What the threads share: the tree, the cache and the counters, all behind one mutex.
+pub(super) struct TreeState<'a> {
+    pub tree: &'a mut Tree,
+    pub cache: &'a mut NnCache,
+    pub stats: SearchStats,
+    /// The root's visits when the search began (kept from the previous search).
+    pub kept_visits: u64,
+    /// When the first playout of this search was gathered, measured from its start (smart
+    /// pruning estimates the speed from then on).
+    pub first_playout_at: Option<Duration>,
+    /// Set by the first thread that finds a limit reached or fails: the others end too.
+    pub finished: bool,
+    /// Every thread's collisions, held until the next back-up (as lc0's shared collisions).
+    pub collisions: Vec<Collision>,
+}
+
+impl TreeState<'_> {
+    /// The root's visits so far: those kept and this search's playouts (what `go nodes`
+    /// limits, as in lc0).
+    pub fn visits(&self) -> u64 {
+        self.kept_visits + self.stats.playouts
+    }
+
+    /// Takes back the in-flight visits of every collision held.
+    pub fn cancel_collisions(&mut self) {
+        for collision in self.collisions.drain(..) {
+            self.tree.cancel(&collision.ancestors, collision.visits);
+        }
+    }
+}
+
+/// Counters of one search.
+#[derive(Debug, Default, Clone)]
+pub(super) struct SearchStats {
+    /// New playouts, counted when gathered (so a node limit is never exceeded).
+    pub playouts: u64,
+    /// Visits that met a leaf already waiting for the backend or a proven node (lc0's
+    /// collisions): held in flight until the next back-up, then taken back; they count no
+    /// visit.
+    pub collisions: u64,
+    /// Backend calls and the positions sent in them.
+    pub batches: u64,
+    pub evaluated: u64,
+    depth_sum: u64,
+    samples: u64,
+    /// The longest path backed up, in nodes from the root (lc0's seldepth).
+    pub max_depth: u32,
+    pub profile: SearchProfile,
+}
+
+impl SearchStats {
+    /// Counts a backed-up playout whose path holds `nodes` nodes, the root included (lc0's
+    /// depth of a visit: its plies plus one).
+    fn record_depth(&mut self, nodes: usize) {
+        let depth = u32::try_from(nodes).unwrap_or(u32::MAX);
+        self.depth_sum += u64::from(depth);
+        self.samples += 1;
+        self.max_depth = self.max_depth.max(depth);
+    }
+
+    /// The mean depth of the playouts backed up, rounded down (lc0's UCI `depth`).
+    pub fn mean_depth(&self) -> u32 {
+        self.depth_sum
+            .checked_div(self.samples)
+            .map_or(0, |d| u32::try_from(d).unwrap_or(u32::MAX))
+    }
+}
+
+/// How many playouts one thread's next gathering may take.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BatchTarget {
+    /// Positions to send to the backend (the minibatch).
+    pub evaluations: usize,
+    /// Playouts in all, those answered at once included (the node limit's remainder).
+    pub playouts: usize,
+    /// The playouts the search still expects (see [`PassInput::remaining_playouts`]).
+    pub remaining_playouts: f64,
+    /// The root's visits that end the search (`go nodes`): checked before every pass, since
+    /// other threads gather while this one prepares its leaves without the lock.
+    pub visit_limit: Option<u64>,
+}
+
+/// What every thread of one search reads.
+pub(super) struct Context<'a> {
+    pub backend: &'a dyn Backend,
+    pub params: &'a SearchParams,
+    pub fill: HistoryFill,
+    pub root: &'a PositionHistory,
+    /// The root moves to search (`searchmoves`; empty: all).
+    pub root_moves: &'a [Move],
+    pub state: Mutex<TreeState<'a>>,
+    /// Notified after every back-up, for threads waiting out a collision.
+    pub backed_up: Condvar,
+    pub stop: &'a AtomicBool,
+    /// The search threads, and how many of them are in a backend call now: a thread gathers
+    /// a full minibatch only while another keeps the backend busy (lc0's idling rule).
+    pub threads: usize,
+    pub in_backend: AtomicUsize,
+    /// Batches gathered and not yet backed up (in a backend call or waiting for the lock).
+    pub batches_in_flight: AtomicUsize,
+}
+
+/// What a thread asks before each batch: `Some(target)` to gather, `None` to end the search.
+pub(super) type BatchPlan<'p> = dyn Fn(&mut TreeState) -> Option<BatchTarget> + Sync + 'p;
+
+impl<'a> Context<'a> {
+    pub fn lock(&self) -> MutexGuard<'_, TreeState<'a>> {
+        // A thread that panicked holding the lock left counters, not broken links: the tree is
+        // changed only by whole operations below, none of which can panic midway.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The lock, with the time spent waiting for it counted.
+    fn lock_counted(&self) -> MutexGuard<'_, TreeState<'a>> {
+        let start = Instant::now();
+        let mut state = self.lock();
+        state.stats.profile.add(Phase::LockWait, start.elapsed());
+        state
+    }
+
+    /// One thread's loop: batches until `plan` says stop, another thread finished, or the
+    /// backend fails; `after_batch` runs (without the lock) after each of this thread's
+    /// back-ups.
+    pub fn run_thread(
+        &self,
+        plan: &BatchPlan,
+        after_batch: &mut dyn FnMut(),
+    ) -> Result<(), SearchError> {
+        loop {
+            let mut state = self.lock_counted();
+            let Some(target) = self.next_batch(&mut state, plan) else {
+                return Ok(());
+            };
+            let (state, gathered) = self.gather(state, target);
+            if gathered.pending.is_empty() {
+                let others_pending = self.batches_in_flight.load(Ordering::Acquire) > 0;
+                if gathered.answered > 0 || !others_pending {
+                    // Work was backed up (or no other thread's batch will be): the collisions
+                    // held so far are taken back, as after any back-up.
+                    let mut state = state;
+                    state.cancel_collisions();
+                    drop(state);
+                    self.backed_up.notify_all();
+                    after_batch();
+                    continue;
+                }
+                // Everything collided with other threads' batches: wait for one of them to be
+                // backed up (the wait lets go of the lock, which that back-up needs).
+                let start = Instant::now();
+                let (mut state, _) = self
+                    .backed_up
+                    .wait_timeout(state, COLLISION_WAIT)
+                    .unwrap_or_else(|e| e.into_inner());
+                state
+                    .stats
+                    .profile
+                    .add(Phase::CollisionWait, start.elapsed());
+                continue;
+            }
+            self.batches_in_flight.fetch_add(1, Ordering::AcqRel);
+            drop(state);
+            self.evaluate(gathered.pending)?;
+            after_batch();
+        }
+    }
+
+    /// The size of this thread's next batch, or `None` when the search ends: another thread
+    /// ended it, `stop` was set (once the root has a move to name), or `plan` says so.
+    fn next_batch(&self, state: &mut TreeState, plan: &BatchPlan) -> Option<BatchTarget> {
+        let stopped = self.stop.load(Ordering::Relaxed) && state.tree.node(ROOT).expanded;
+        let target = if state.finished || stopped {
+            None
+        } else {
+            plan(state)
+        };
+        if target.is_none() {
+            state.finished = true;
+            self.backed_up.notify_all();
+        }
+        target
+    }
+
+    /// Evaluates `pending` without the lock, turns each policy into the leaf's children (still
+    /// without it), then expands and backs up every leaf holding it and takes back the
+    /// collisions held; if the backend fails, takes their virtual loss back and ends the
+    /// search.
+    fn evaluate(&self, pending: Vec<PendingLeaf>) -> Result<(), SearchError> {
+        let planes: Vec<InputPlanes> = pending.iter().map(|p| p.input.planes).collect();
+        self.in_backend.fetch_add(1, Ordering::AcqRel);
+        let call_start = Instant::now();
+        let output = self.backend.evaluate(&planes);
+        let call_end = Instant::now();
+        self.in_backend.fetch_sub(1, Ordering::AcqRel);
+        let evals = output.map(|out| self.evaluations(&out, &pending));
+        let leaves_time = call_end.elapsed();
+        let mut state = self.lock_counted();
+        state.stats.profile.add_call(call_start, call_end);
+        state.stats.profile.add(Phase::Leaves, leaves_time);
+        let back_up_start = Instant::now();
+        let result = match evals {
+            Ok(evals) => {
+                let TreeState {
+                    tree, cache, stats, ..
+                } = &mut *state;
+                stats.batches += 1;
+                stats.evaluated += pending.len() as u64;
+                for (leaf, eval) in pending.into_iter().zip(evals) {
+                    expand_and_back_up(tree, &leaf.path, &eval);
+                    stats.record_depth(leaf.path.len());
+                    cache.insert(leaf.input.key, eval);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                for leaf in &pending {
+                    state.tree.cancel(&leaf.path, 1);
+                }
+                state.finished = true;
+                Err(SearchError::from(e))
+            }
+        };
+        state.cancel_collisions();
+        self.batches_in_flight.fetch_sub(1, Ordering::AcqRel);
+        state
+            .stats
+            .profile
+            .add(Phase::BackUp, back_up_start.elapsed());
+        drop(state);
+        self.backed_up.notify_all();
+        result
+    }
+
+    /// Each leaf's evaluation from the backend's output: its value and its children.
+    fn evaluations(&self, output: &BatchOutput, pending: &[PendingLeaf]) -> Vec<CachedEval> {
+        let temperature = self.params.policy_temperature;
+        map_leaves(
+            pending.iter().enumerate().collect(),
+            || (),
+            |(), (i, leaf)| CachedEval {
+                q: output.q[i],
+                d: output.d[i],
+                m: output.m[i],
+                children: children(output.policy_of(i), &leaf.input.legal, temperature),
+            },
+        )
+    }
+
+    /// Gathers a minibatch as lc0 does: passes of the picker until `target.evaluations`
+    /// positions wait for the backend, the collisions exceed their budget, or the leaves
+    /// answered at once (game over, cached) reach lc0's out-of-order limit. Each pass's leaves
+    /// are prepared without the lock (see [`super::leaf`]); those answered at once are backed
+    /// up here, and a pass that answered any takes its collisions back at once (the tree
+    /// changed under them). Returns the lock again with what was gathered.
+    fn gather<'s>(
+        &'s self,
+        mut state: MutexGuard<'s, TreeState<'a>>,
+        target: BatchTarget,
+    ) -> (MutexGuard<'s, TreeState<'a>>, Gathered) {
+        let mut gathered = Gathered::default();
+        let root_visits = f64::from(state.tree.node(ROOT).visits);
+        let mut collisions_left = i64::from(collision_budget(
+            root_visits.min(target.remaining_playouts),
+            self.params,
+        ));
+        let out_of_order_limit = ((self.params.max_out_of_order_evals_factor
+            * target.evaluations as f32) as usize)
+            .max(1);
+        let input = PassInput {
+            params: self.params,
+            root_moves: self.root_moves,
+            remaining_playouts: target.remaining_playouts,
+        };
+        let mut collided = 0u64;
+        while gathered.pending.len() < target.evaluations
+            && gathered.answered < out_of_order_limit
+            && gathered.playouts() < target.playouts
+        {
+            if self.backend_idle(&gathered) {
+                break;
+            }
+            let nodes_left = target.visit_limit.map_or(usize::MAX, |n| {
+                usize::try_from(n.saturating_sub(state.visits())).unwrap_or(usize::MAX)
+            });
+            if nodes_left == 0 {
+                break;
+            }
+            let limit = (collisions_left as usize)
+                .min(target.evaluations - gathered.pending.len())
+                .min(out_of_order_limit - gathered.answered)
+                .min(target.playouts - gathered.playouts())
+                .min(nodes_left);
+            let start = Instant::now();
+            let (started, mut collisions) = self.pass(&mut state, &input, limit as u32);
+            // Counted now, while the lock is held: each started leaf becomes one playout, and
+            // another thread sizing its batch while these are prepared must see them.
+            state.stats.playouts += started.len() as u64;
+            let mut walk_time = start.elapsed();
+            let prepared = if started.is_empty() {
+                Vec::new()
+            } else {
+                drop(state);
+                let start = Instant::now();
+                let format = self.backend.input_format();
+                let prepared = leaf::prepare(started, self.root, format, self.fill);
+                let leaves_time = start.elapsed();
+                state = self.lock_counted();
+                state.stats.profile.add(Phase::Leaves, leaves_time);
+                prepared
+            };
+            let start = Instant::now();
+            if take_in(&mut state, prepared, &mut gathered) > 0 {
+                for c in collisions.drain(..) {
+                    state.tree.cancel(&c.ancestors, c.visits);
+                }
+            }
+            let mut exhausted = false;
+            for mut collision in collisions {
+                // lc0 grows a collision that took a whole pass, to end the gathering sooner;
+                // only once something waits for the backend here: a thread whose gathering found
+                // nothing yet (all of it in another thread's batch) gathers on past it instead.
+                let extra = collision
+                    .max_visits
+                    .min(collisions_left.try_into().unwrap_or(u32::MAX));
+                if extra > collision.visits && !gathered.pending.is_empty() {
+                    collision.grow(state.tree, extra - collision.visits);
+                }
+                collisions_left -= i64::from(collision.visits);
+                collided += u64::from(collision.visits);
+                state.collisions.push(collision);
+                exhausted |= collisions_left <= 0;
+            }
+            walk_time += start.elapsed();
+            state.stats.profile.add(Phase::Gather, walk_time);
+            if exhausted || self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+        state.stats.collisions += collided;
+        tracing::debug!(
+            target: "lc0rs_engine::search",
+            asked = target.evaluations,
+            to_backend = gathered.pending.len(),
+            answered_at_once = gathered.answered,
+            collisions = collided,
+            "batch gathered"
+        );
+        (state, gathered)
+    }
+
+    /// lc0's early end of a gathering with several threads: once something waits for the
+    /// backend and no other thread is in a backend call, send it rather than let it idle.
+    fn backend_idle(&self, gathered: &Gathered) -> bool {
+        self.threads > 1
+            && !gathered.pending.is_empty()
+            && self.threads - self.in_backend.load(Ordering::Acquire) > 1
+    }
+
+    /// One pass of the picker over `limit` visits: the leaves it starts and its collisions.
+    fn pass(
+        &self,
+        state: &mut TreeState,
+        input: &PassInput,
+        limit: u32,
+    ) -> (Vec<StartedLeaf>, Vec<Collision>) {
+        let mut leaves = Vec::new();
+        let collisions = Pass::run(state.tree, input, limit, |tree, path| {
+            leaves.push(StartedLeaf::at(tree, path));
+        });
+        (leaves, collisions)
+    }
+}
+
+/// Backs up the prepared leaves known at once (proofs, the rules, the NN cache) and keeps the
+/// others for the backend; returns how many were answered.
+fn take_in(state: &mut TreeState, prepared: Vec<PreparedLeaf>, gathered: &mut Gathered) -> usize {
+    let TreeState {
+        tree, cache, stats, ..
+    } = state;
+    let mut answered = 0;
+    for leaf in prepared {
+        match leaf.outcome {
+            LeafOutcome::Evaluate(input) => match cache.get(input.key) {
+                Some(eval) => expand_and_back_up(tree, &leaf.path, eval),
+                None => {
+                    gathered.pending.push(PendingLeaf {
+                        path: leaf.path,
+                        input,
+                    });
+                    continue;
+                }
+            },
+            known => answer_by_rules(tree, &leaf.path, &known),
+        }
+        stats.record_depth(leaf.path.len());
+        answered += 1;
+    }
+    gathered.answered += answered;
+    answered
+}
+
+/// A leaf waiting for the backend.
+struct PendingLeaf {
+    path: Vec<u32>,
+    input: Box<NetInput>,
+}
+
+#[derive(Default)]
+struct Gathered {
+    pending: Vec<PendingLeaf>,
+    /// Playouts backed up during gathering (no backend call needed).
+    answered: usize,
+}
+
+impl Gathered {
+    fn playouts(&self) -> usize {
+        self.pending.len() + self.answered
+    }
+}
+
+/// Whether `start` is `limit` or more ago.
+pub(super) fn past(start: Instant, limit: Option<Duration>) -> bool {
+    limit.is_some_and(|t| start.elapsed() >= t)
+}
