@@ -6,7 +6,7 @@
 //!   that column) exists;
 //! - every entry directly under `src/`, `crates/`, `scripts/` and `benches/` (file or folder),
 //!   and every folder directly under `tests/`, is named in that column as its own path
-//!   (`src/search/`, `benches/uci_search.sh`, `tests/common/`);
+//!   (`src/gpu/`, `crates/lc0rs-engine`, `benches/uci_search.sh`, `tests/common/`);
 //! - every top-level folder of the repository (hidden ones and the build outputs `target/` and
 //!   `shared/` aside, `.ci/` included) is named, by itself or by a path inside it;
 //! - every `docs/...` path the README mentions anywhere exists (a `#fragment` aside).

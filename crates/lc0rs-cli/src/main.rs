@@ -9,6 +9,7 @@ use lc0rs::backend::{BACKEND_NAMES, DEFAULT_POLICY_TEMPERATURE};
 use lc0rs::chess::HistoryFill;
 use lc0rs::netgen::all_preset_names;
 use lc0rs::weights::codec::LayerEncoding;
+
 use lc0rs_cli::commands::devices::Vendor;
 use lc0rs_cli::commands::selftest::SelftestConfig;
 use lc0rs_cli::commands::{self, NetChoice, ProfileOutputs};

@@ -1,10 +1,11 @@
 //! `lc0rs attnbench`: the attention implementations side by side at lc0's shapes, as CSV (the
 //! columns of `scripts/attnbench/sdpa.py`, so PyTorch's rows can be appended).
 
-use super::CommandError;
 use lc0rs::backend::executor::open_device;
 use lc0rs::gpu::attention_bench::{AttentionImpl, AttnBenchError, Case, Measurement, measure};
 use lc0rs::profile::peak_for;
+
+use super::CommandError;
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq)]

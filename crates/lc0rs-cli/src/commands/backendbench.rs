@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use super::profile_report::report_profile;
-use super::{CommandError, NetChoice, require};
 use lc0rs::backend::Backend;
 use lc0rs::backend::bench::{self, BenchConfig};
 use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
+
+use super::profile_report::report_profile;
+use super::{CommandError, NetChoice, require};
 
 /// What `backendbench` reports from profiled passes.
 #[derive(Debug, Clone, Default)]

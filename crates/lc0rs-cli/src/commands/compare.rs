@@ -8,9 +8,10 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use lc0rs::backend::bench::BenchConfig;
+
 use super::backendbench::{check_config, position};
 use super::{CommandError, NetChoice, require};
-use lc0rs::backend::bench::BenchConfig;
 
 /// One row of a set's benchmark: batch size and mean positions per second.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -3,8 +3,9 @@
 
 use std::time::Instant;
 
-use super::CommandError;
 use lc0rs::gpu::{cuda, emu, hip, kernels};
+
+use super::CommandError;
 
 /// Prints each GPU runtime found (ROCm, the emulated AMD GPU, CUDA) and its GPUs.
 pub fn devices() {

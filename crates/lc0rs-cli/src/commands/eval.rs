@@ -1,8 +1,9 @@
 //! `lc0rs eval`: value, draw, moves left and move probabilities of positions.
 
-use super::{CommandError, NetChoice, require};
 use lc0rs::chess::{HistoryFill, PositionHistory};
 use lc0rs::evaluate::{PositionEval, evaluate_positions};
+
+use super::{CommandError, NetChoice, require};
 
 /// Evaluates each position spec (`startpos [moves …]`, `fen FEN [moves …]`) and prints one
 /// line, or one JSON object, per position.

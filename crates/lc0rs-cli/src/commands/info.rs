@@ -2,12 +2,13 @@
 
 use std::path::Path;
 
-use super::{CommandError, byte_progress, load_network};
 use lc0rs::netsource::write_preset;
 use lc0rs::weights::Model;
 use lc0rs::weights::codec::LayerEncoding;
 use lc0rs::weights::summary::Summary;
 use lc0rs::weights::tower_summary::TowerSummary;
+
+use super::{CommandError, byte_progress, load_network};
 
 /// Prints the description of the network `spec` names, as text or one JSON object.
 pub fn info(spec: Option<&str>, json: bool) -> Result<(), CommandError> {

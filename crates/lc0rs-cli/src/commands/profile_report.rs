@@ -1,9 +1,10 @@
 //! The `backendbench --profile/--trace/--plot` outputs of a profiled backend.
 
-use super::{CommandError, ProfileOutputs};
-use crate::charts::{roofline_chart, svg_chart};
 use lc0rs::backend::{Backend, ProfileReport};
 use lc0rs::profile::{chrome_trace, kernel_table, layer_table, operation_table, peak_for};
+
+use super::{CommandError, ProfileOutputs};
+use crate::charts::{roofline_chart, svg_chart};
 
 /// Rows of the profile's kernel table.
 const KERNEL_TABLE_ROWS: usize = 25;

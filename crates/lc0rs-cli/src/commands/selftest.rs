@@ -1,10 +1,11 @@
 //! `lc0rs selftest`: a backend against the `cpu` oracle on random legal positions, per batch
 //! size, and optionally layer by layer to find where an error starts.
 
-use super::{CommandError, NetChoice, require};
 use lc0rs::backend::oracle::{Errors, compare, encode_all, evaluate_in_batches, random_histories};
 use lc0rs::backend::{self, Backend};
 use lc0rs::chess::EncodedPosition;
+
+use super::{CommandError, NetChoice, require};
 
 /// The options of the backend under test that the oracle must share so that both evaluate
 /// the same thing: the policy and value head and the moves-left setting.

@@ -8,13 +8,14 @@
 use rayon::prelude::*;
 use shakmaty::Move;
 
-use super::cache::{CachedEval, NnCache};
-use super::game_result;
-use super::tree::{Proof, Tree};
 use lc0rs::backend::legal_move_probabilities;
 use lc0rs::chess::policy_index::moves_with_indices;
 use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
 use lc0rs::weights::format::InputFormat;
+
+use super::cache::{CachedEval, NnCache};
+use super::game_result;
+use super::tree::{Proof, Tree};
 
 /// Leaves per task on the thread pool; fewer than twice this are prepared on the calling
 /// thread, where waking the pool would cost more than it saves.

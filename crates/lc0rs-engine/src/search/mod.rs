@@ -22,11 +22,12 @@ use std::time::{Duration, Instant};
 
 use shakmaty::{Chess, Move, Position};
 
-use cache::NnCache;
 use lc0rs::backend::{Backend, BackendError, DEFAULT_POLICY_TEMPERATURE};
 use lc0rs::chess::castling::uci_notation;
 use lc0rs::chess::history::HistoryEntry;
 use lc0rs::chess::{HistoryFill, PositionHistory, encode_position};
+
+use cache::NnCache;
 use tree::{ROOT, Tree};
 use worker::{BatchTarget, Context, SearchStats, TreeState};
 

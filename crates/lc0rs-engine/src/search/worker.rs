@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 use shakmaty::Move;
 
+use lc0rs::backend::{Backend, BatchOutput};
+use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory};
+
 use super::cache::{CachedEval, NnCache};
 use super::leaf::{
     self, LeafOutcome, NetInput, PreparedLeaf, StartedLeaf, answer_by_rules, children,
@@ -20,8 +23,6 @@ use super::pick::{Collision, Pass, PassInput, collision_budget};
 use super::profile::{Phase, SearchProfile};
 use super::tree::{ROOT, Tree};
 use super::{SearchError, SearchParams};
-use lc0rs::backend::{Backend, BatchOutput};
-use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory};
 
 /// How long a thread whose gathering found only leaves already waiting for another thread's
 /// batch sleeps before trying again (it is woken earlier when a batch is backed up).

@@ -20,16 +20,17 @@ use std::time::{Duration, Instant};
 use shakmaty::uci::UciMove;
 use shakmaty::{Color, Move, Position};
 
-use crate::search::time::TimeManager;
-use crate::search::{Search, SearchInfo, SearchParams};
-use go::GoCommand;
-use info::{InfoStyle, currmove_line, info_lines, verbose_move_stats};
 use lc0rs::backend::{Backend, BackendError, create_backend};
 use lc0rs::chess::policy_index::move_index;
 use lc0rs::chess::transform::Transform;
 use lc0rs::chess::{ChessError, PositionHistory};
 use lc0rs::netsource::NetSource;
 use lc0rs::weights::{LoadOptions, WeightsError};
+
+use crate::search::time::TimeManager;
+use crate::search::{Search, SearchInfo, SearchParams};
+use go::GoCommand;
+use info::{InfoStyle, currmove_line, info_lines, verbose_move_stats};
 use options::{DEFAULT_MOVE_OVERHEAD_MS, uci_search_params};
 
 /// Why a command, an option or a network was refused (told to the GUI as `info string`).
