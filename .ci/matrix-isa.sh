@@ -40,7 +40,7 @@ for kernel in $kernels; do
     # .name is the kernel.
     code=$(awk -v k="<$kernel>:" '$NF == k {on = 1; next} on && /^[0-9a-f]+ <.*>:$/ {exit} on' "$listing")
     entry=$(awk -v k="$kernel" '/^  - \./ {if (found) exit; block = ""} {block = block "\n" $0} $1 == ".name:" && $2 == k {found = 1} END {if (found) print block}' <<<"$notes")
-    meta() { echo "$entry" | awk -v f=".$1:" '$1 == f {print $2; exit}'; }
+    meta() { awk -v f=".$1:" '$1 == f {print $2; exit}' <<<"$entry"; }
     scratch=$(meta private_segment_fixed_size)
     vgprs=$(meta vgpr_count)
     agprs=$(meta agpr_count)
@@ -55,7 +55,7 @@ for kernel in $kernels; do
     # The function's code (its label to its end label), then its "Kernel info" comment block.
     code=$(awk -v k="$kernel" '$0 == k ":" || $0 ~ "^" k ":[[:space:]]" {on = 1} on && /^\.Lfunc_end/ {exit} on' "$listing")
     info=$(awk -v k="$kernel" '$1 == ".size" && $2 == k "," {on = 1} on && /^; / {print} on && /^[[:space:]]*\.text/ {exit}' "$listing")
-    field() { echo "$info" | awk -v f="; $1:" 'index($0, f) == 1 {sub(f, ""); sub(/ bytes.*/, ""); gsub(/ /, ""); print; exit}'; }
+    field() { awk -v f="; $1:" 'index($0, f) == 1 {sub(f, ""); sub(/ bytes.*/, ""); gsub(/ /, ""); print; exit}' <<<"$info"; }
     scratch=$(field ScratchSize)
     vgprs=$(field TotalNumVgprs)
     if [ -z "$vgprs" ]; then vgprs=$(field NumVgprs); fi

@@ -95,7 +95,7 @@ echo "== ROCm 6.4 through lc0rs' own bindings: runtime, hipRTC, comgr, rocBLAS, 
 devices=$(run_sid target/debug/lc0rs devices)
 echo "$devices"
 expect() {  # expect WHAT PATTERN: the devices report has a line matching PATTERN
-  echo "$devices" | grep -qE "$2" || { echo "ROCm 6.4: $1 was not reported"; exit 1; }
+  grep -qE "$2" <<<"$devices" || { echo "ROCm 6.4: $1 was not reported"; exit 1; }
 }
 expect "the HIP 6.4 runtime" "HIP runtime version 6\.4\."
 expect "hipRTC" "hipRTC [0-9.]+ \(libhiprtc\.so\.6\)"
@@ -120,7 +120,7 @@ refuses_unknown_arch() {  # refuses_unknown_arch LABEL FIRST-SUGGESTION COMMAND.
   shift 2
   out=$("$@" compile-kernels --vendor hip --arch gfx1250 2>&1) || status=$?
   echo "$out"
-  if [ "$status" -ne 1 ] || ! echo "$out" | grep -q "gfx1250 is not among the .* closest: $first"; then
+  if [ "$status" -ne 1 ] || ! grep -q "gfx1250 is not among the .* closest: $first" <<<"$out"; then
     echo "$label: gfx1250 was not refused cleanly (exit $status)"; exit 1
   fi
 }
@@ -134,7 +134,7 @@ for backend in rocm-fp16 hip; do
     echo "$backend ran without a GPU"; exit 1
   fi
   echo "$rocm_err"
-  echo "$rocm_err" | grep -q "backend $backend: no GPU: AMD GPU 0 requested, the HIP runtime libamdhip64.so.6 reports 0" \
+  grep -q "backend $backend: no GPU: AMD GPU 0 requested, the HIP runtime libamdhip64.so.6 reports 0" <<<"$rocm_err" \
     || { echo "ROCm 6.4: $backend did not report the missing GPU"; exit 1; }
 done
 
@@ -150,7 +150,7 @@ echo "$tests_out" | grep -E "^test result" | sed 's/^test result: FAILED\./gpu_r
 total=$(grep -c '^#\[ignore' tests/gpu_rocm.rs)
 no_gpu=$(echo "$tests_out" | grep -c "AMD GPU 0 requested, the HIP runtime libamdhip64.so.6 reports 0" || true)
 if [ "$status" -ne 101 ] || [ "$no_gpu" -lt "$total" ] ||
-  ! echo "$tests_out" | grep -q "^test result: FAILED\. 0 passed; $total failed;"; then
+  ! grep -q "^test result: FAILED\. 0 passed; $total failed;" <<<"$tests_out"; then
   echo "ROCm 6.4: gpu_rocm: exit $status, $no_gpu no-GPU messages for $total tests"; exit 1
 fi
 
@@ -160,7 +160,7 @@ mkdir -p "$work/rocm-path"
 ln -sfn "$root/usr/lib/x86_64-linux-gnu" "$work/rocm-path/lib"
 broken=$(ROCM_PATH="$work/rocm-path" target/debug/lc0rs devices)
 echo "$broken" | sed -n '1,2p'
-if echo "$broken" | grep -q "HIP runtime version" || ! echo "$broken" | grep -q "exists but could not be loaded: .*GLIBC"; then
+if grep -q "HIP runtime version" <<<"$broken" || ! grep -q "exists but could not be loaded: .*GLIBC" <<<"$broken"; then
   echo "ROCm 6.4: a ROCM_PATH runtime that does not load was not reported"; exit 1
 fi
 echo "== ROCm 6.4 checks passed"

@@ -54,15 +54,15 @@ echo "== Windows: lc0rs.exe devices"
 devices=$(run devices 2>&1 | nocr)
 echo "$devices"
 # No HIP SDK and no NVIDIA driver: each library search says what it tried.
-echo "$devices" | grep -q "not available: the HIP runtime (amdhip64_7.dll/amdhip64_6.dll/amdhip64.dll) was not found" \
+grep -q "not available: the HIP runtime (amdhip64_7.dll/amdhip64_6.dll/amdhip64.dll) was not found" <<<"$devices" \
   || { echo "the HIP runtime search was not reported"; exit 1; }
-echo "$devices" | grep -q "nvcuda.dll (driver): not found" || { echo "the CUDA driver was not reported"; exit 1; }
+grep -q "nvcuda.dll (driver): not found" <<<"$devices" || { echo "the CUDA driver was not reported"; exit 1; }
 
 # Batch sizes 1-32: the debug build's cpu backend under Wine needs minutes for lc0's 1-256.
 echo "== Windows: lc0rs.exe backendbench -b cpu --batches 3 --max-batch-size 32"
 bench=$(run backendbench -b cpu --batches 3 --max-batch-size 32 | nocr)
 echo "$bench"
-echo "$bench" | grep -q "^size, mean nps" || { echo "no lc0 CSV header"; exit 1; }
+grep -q "^size, mean nps" <<<"$bench" || { echo "no lc0 CSV header"; exit 1; }
 
 echo "== Windows: GPU backends without any GPU library end in clean errors"
 for backend in rocm-fp16 cuda-fp16; do
@@ -70,17 +70,17 @@ for backend in rocm-fp16 cuda-fp16; do
     echo "$backend ran without a GPU"; exit 1
   fi
   echo "$err"
-  echo "$err" | grep -q "backend $backend:" || { echo "$backend: no clean error"; exit 1; }
-  if echo "$err" | grep -q "panicked"; then echo "$backend panicked"; exit 1; fi
+  grep -q "backend $backend:" <<<"$err" || { echo "$backend: no clean error"; exit 1; }
+  if grep -q "panicked" <<<"$err"; then echo "$backend panicked"; exit 1; fi
 done
 
 echo "== Windows: a UCI exchange with CR LF line endings"
 uci=$(printf 'uci\r\nisready\r\nposition startpos moves e2e4\r\ngo nodes 20\r\n' \
   | { cat; sleep 10; printf 'quit\r\n'; } | run uci -b cpu | nocr)
 echo "$uci" | grep -E "^(id name|uciok|readyok|bestmove)"
-echo "$uci" | grep -q "^uciok" || { echo "no uciok"; exit 1; }
-echo "$uci" | grep -q "^readyok" || { echo "no readyok"; exit 1; }
-echo "$uci" | grep -qE "^bestmove [a-h][1-8][a-h][1-8]" || { echo "no bestmove"; exit 1; }
-if echo "$uci" | grep -q "^info string"; then echo "the engine rejected CR LF input"; exit 1; fi
+grep -q "^uciok" <<<"$uci" || { echo "no uciok"; exit 1; }
+grep -q "^readyok" <<<"$uci" || { echo "no readyok"; exit 1; }
+grep -qE "^bestmove [a-h][1-8][a-h][1-8]" <<<"$uci" || { echo "no bestmove"; exit 1; }
+if grep -q "^info string" <<<"$uci"; then echo "the engine rejected CR LF input"; exit 1; fi
 
 echo "== Windows: passed in $((SECONDS - started)) s"
