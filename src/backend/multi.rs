@@ -206,19 +206,19 @@ fn proportional_sizes(n: usize, weights: &[f64]) -> Vec<usize> {
 }
 
 /// Scales each part's GPU weight by √(mean time / its time), within [`BALANCE_STEP`], keeping
-/// the parts' GPUs' total weight and every weight at least [`SMALLEST_SHARE`] of the even
-/// share.
+/// the parts' GPUs' total weight, then raises any weight below [`SMALLEST_SHARE`] of the even
+/// share to it.
 fn rebalance(weights: &mut [f64], parts: &[Part], seconds: &[f64]) {
     let mean = seconds.iter().sum::<f64>() / seconds.len() as f64;
     let before: f64 = parts.iter().map(|p| weights[p.member]).sum();
-    let floor = SMALLEST_SHARE * before / parts.len() as f64;
     for (part, &took) in parts.iter().zip(seconds) {
         let step = (mean / took).sqrt().clamp(BALANCE_STEP.0, BALANCE_STEP.1);
-        weights[part.member] = (weights[part.member] * step).max(floor);
+        weights[part.member] *= step;
     }
     let after: f64 = parts.iter().map(|p| weights[p.member]).sum();
+    let floor = SMALLEST_SHARE * before / parts.len() as f64;
     for part in parts {
-        weights[part.member] *= before / after;
+        weights[part.member] = (weights[part.member] * before / after).max(floor);
     }
 }
 

@@ -36,7 +36,12 @@ impl Backend for StandIn {
     }
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
         self.calls.lock().unwrap().push(batch.len());
-        std::thread::sleep(self.per_row * batch.len() as u32);
+        // Spun, not slept: a sleep is rounded to the OS timer's tick (about 1 ms under Wine
+        // and on Windows), which would make the time no longer follow the positions.
+        let until = Instant::now() + self.per_row * batch.len() as u32;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
         if self.broken.load(Ordering::Relaxed) {
             return Err(BackendError::BatchTooLarge {
                 backend: format!("stand-in GPU {}", self.ordinal),
@@ -185,24 +190,65 @@ fn round_robin_deals_whole_calls_to_every_gpu() {
     });
     let counts: Vec<usize> = rig.calls.iter().map(|c| c.lock().unwrap().len()).collect();
     assert_eq!(counts.iter().sum::<usize>(), 60);
-    assert!(counts.iter().all(|&c| c >= 12), "calls per GPU: {counts:?}");
+    // 20 each when the calls take equal turns; a busy machine that delays one caller while its
+    // call is in flight moves the next calls elsewhere, so only a floor is asserted.
+    assert!(counts.iter().all(|&c| c >= 5), "calls per GPU: {counts:?}");
+}
+
+#[test]
+fn the_shares_settle_where_the_parts_finish_together() {
+    // Modelled times (GPU 1 three times as slow a position, plus a fixed 0.2 ms a pass): the
+    // weights move until both parts take as long, near 3:1.
+    let parts = |sizes: &[usize]| {
+        let mut start = 0;
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(member, &size)| {
+                start += size;
+                Part {
+                    member,
+                    rows: start - size..start,
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut weights = vec![1.0, 1.0];
+    let mut sizes = Vec::new();
+    for _ in 0..30 {
+        sizes = proportional_sizes(256, &weights);
+        let seconds = [2e-4 + 1e-5 * sizes[0] as f64, 2e-4 + 3e-5 * sizes[1] as f64];
+        rebalance(&mut weights, &parts(&sizes), &seconds);
+    }
+    let ratio = sizes[0] as f64 / sizes[1] as f64;
+    assert!((2.6..3.4).contains(&ratio), "parts {sizes:?}");
+    // A GPU that was slow once keeps a share to be timed again.
+    let mut weights = vec![1.0, 1.0];
+    for _ in 0..100 {
+        rebalance(&mut weights, &parts(&[128, 128]), &[1.0, 1e-6]);
+    }
+    assert!(weights[0] >= SMALLEST_SHARE, "weights {weights:?}");
 }
 
 #[test]
 fn a_slower_gpu_is_given_a_smaller_share() {
-    // GPU 1 takes three times as long a position as GPU 0: the parts settle near 3:1.
+    // GPU 1 takes three times as long a position as GPU 0, timed on this machine's clock: its
+    // parts end smaller (only the direction is asserted, as a busy machine delays a part now
+    // and then; the settling point is checked on modelled times above).
     let rig = rig(&[0, 1], &[10, 30], SPLIT);
-    for _ in 0..30 {
+    for _ in 0..40 {
         rig.backend.evaluate(&batch(256)).unwrap();
     }
-    let last = |i: usize| *rig.calls[i].lock().unwrap().last().unwrap() as f64;
-    let ratio = last(0) / last(1);
-    assert!(
-        (2.0..4.5).contains(&ratio),
-        "parts {} : {}",
-        last(0),
-        last(1)
-    );
+    let last = |i: usize| {
+        rig.calls[i]
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .take(10)
+            .sum::<usize>()
+    };
+    assert!(last(0) > last(1) * 5 / 4, "parts {} : {}", last(0), last(1));
     let usage = rig.backend.usage_report().unwrap();
     assert!(
         usage.contains("GPU 0: ") && usage.contains("GPU 1: "),
