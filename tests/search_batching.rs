@@ -199,7 +199,7 @@ fn a_thread_that_only_collides_waits_for_the_other_batch() {
         "startpos",
         "startpos moves d2d4 g8f6 c2c4 e7e6 b1c3 f8b4 e2e3 e8g8 f1d3 d7d5",
     ] {
-        let mut search = Search::new(backend.clone(), params.clone());
+        let mut search = Search::new(backend.clone(), params);
         search.set_position(PositionHistory::from_spec(spec).unwrap());
         let info = search_nodes(&mut search, 20_000).info;
         let per_call = info.collisions as f64 / info.batches as f64;
