@@ -42,7 +42,16 @@ wine --version
 python_tests=(--skip python_chess_plays_full_games --skip the_match_runner_passes_its_tests)
 embedding=(--exclude lc0rs-c --exclude lc0rs-py)
 echo "== Windows: cargo test --target $target --workspace ${embedding[*]} --lib --bins --tests (under Wine, ${python_tests[*]})"
-cargo test --target "$target" --workspace "${embedding[@]}" --lib --bins --tests -- "${python_tests[@]}"
+# Wine 8.0 has been seen to end a test process with a segmentation fault after every test in it
+# had passed (the search tests' binary, about one run in four here; never on Linux, where the
+# same tests run in .ci/run): a failed run is run once more, and the failure stays in the log.
+windows_tests() {
+  cargo test --target "$target" --workspace "${embedding[@]}" --lib --bins --tests --no-fail-fast -- "${python_tests[@]}"
+}
+if ! windows_tests; then
+  echo "== Windows: the test run above failed; running it once more (Wine's crashes at process exit)"
+  windows_tests
+fi
 exe="target/$target/debug/lc0rs.exe"
 test -f "$exe"
 

@@ -10,6 +10,7 @@ pub mod gpus;
 mod multi;
 mod options;
 pub mod oracle;
+pub mod random;
 mod registry;
 
 use shakmaty::Move;

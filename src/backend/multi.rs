@@ -51,6 +51,8 @@ pub struct MultiGpu {
     name: String,
     members: Vec<Member>,
     policy: SharePolicy,
+    /// The largest batch every GPU takes.
+    max_batch: usize,
     /// Where the next choice among equally loaded GPUs starts.
     turn: AtomicUsize,
     /// Each GPU's weight in a split (relative; at first its recommended batch, which follows
@@ -65,6 +67,11 @@ impl MultiGpu {
             members.len() >= 2,
             "a multi-GPU backend needs two GPUs or more"
         );
+        let max_batch = members
+            .iter()
+            .map(|(_, backend)| backend.attributes().max_batch)
+            .min()
+            .unwrap_or(0);
         let weights = members
             .iter()
             .map(|(_, backend)| backend.attributes().recommended_batch.max(1) as f64)
@@ -81,6 +88,7 @@ impl MultiGpu {
                 })
                 .collect(),
             policy,
+            max_batch,
             turn: AtomicUsize::new(0),
             weights: Mutex::new(weights),
         }
@@ -247,7 +255,7 @@ impl Backend for MultiGpu {
             ),
         };
         BackendAttributes {
-            max_batch: each.iter().map(|a| a.max_batch).min().unwrap_or(0),
+            max_batch: self.max_batch,
             recommended_batch,
             recommended_threads,
             ..first
@@ -259,7 +267,7 @@ impl Backend for MultiGpu {
     }
 
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
-        let max = self.attributes().max_batch;
+        let max = self.max_batch;
         if batch.len() > max {
             return Err(BackendError::BatchTooLarge {
                 backend: self.name.clone(),

@@ -8,7 +8,9 @@ use crate::weights::Model;
 /// `hip-fp16`, `hip-auto`, which users coming from lc0 type) are the same fp16 ROCm backend as
 /// `rocm-fp16`: lc0rs builds no fp32 GPU path, so there is nothing for "auto" to choose between.
 /// `hip-emu` runs that backend's executor and kernels on an emulated AMD GPU (on the CPU).
-pub const BACKEND_NAMES: [&str; 8] = [
+/// `random` is lc0's backend of that name: outputs drawn from each position's planes, for
+/// measuring the search alone.
+pub const BACKEND_NAMES: [&str; 9] = [
     "cpu",
     "cuda-fp16",
     "rocm-fp16",
@@ -17,6 +19,7 @@ pub const BACKEND_NAMES: [&str; 8] = [
     "hip-fp16",
     "hip-auto",
     "hip-emu",
+    "random",
 ];
 
 /// The best backend this machine can run: `cuda-fp16` with a usable NVIDIA GPU, else
@@ -46,6 +49,7 @@ pub fn create_backend(
             super::executor::create_rocm(name, network, &options)?
         }
         "hip-emu" => super::executor::create_hip_emu(name, network, &options)?,
+        "random" => Box::new(super::random::RandomBackend::new(&network, &options)?),
         _ => {
             return Err(BackendError::UnknownBackend {
                 name: name.to_owned(),

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use lc0rs::backend::{
     Backend, BackendAttributes, BackendError, BatchOutput, create_backend, legal_move_probabilities,
@@ -50,8 +51,11 @@ fn derived_logits(planes: &InputPlanes) -> Vec<f32> {
 }
 
 /// A GPU-like backend (several search threads by default) whose outputs depend on nothing but
-/// each position's planes, so that a node given another position's outputs shows.
-struct PlaneDerived;
+/// each position's planes, so that a node given another position's outputs shows; each call
+/// takes `call` (long enough for another thread's gathering to overlap it).
+struct PlaneDerived {
+    call: Duration,
+}
 
 impl Backend for PlaneDerived {
     fn name(&self) -> &str {
@@ -71,8 +75,7 @@ impl Backend for PlaneDerived {
         InputFormat::Classical112
     }
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
-        // Long enough for another thread's gathering to overlap this call.
-        std::thread::sleep(std::time::Duration::from_micros(200));
+        std::thread::sleep(self.call);
         let mut out = BatchOutput::default();
         for planes in batch {
             out.q.push(derived_q(planes));
@@ -144,7 +147,9 @@ fn search_nodes(search: &mut Search, nodes: u64) -> SearchResult {
 
 #[test]
 fn every_node_gets_the_outputs_of_its_own_position() {
-    let backend: Arc<dyn Backend> = Arc::new(PlaneDerived);
+    let backend: Arc<dyn Backend> = Arc::new(PlaneDerived {
+        call: Duration::from_micros(200),
+    });
     for (minibatch, threads) in [(1, 1), (64, 2), (256, 3), (1024, 4)] {
         let params = SearchParams {
             minibatch,
@@ -169,6 +174,47 @@ fn every_node_gets_the_outputs_of_its_own_position() {
             let mut history = search.history().clone();
             check_outputs_reach_their_nodes(search.tree(), ROOT, &mut history);
         }
+    }
+}
+
+/// A thread whose gathering meets only leaves of another thread's batch (in a backend call, or
+/// still being prepared without the lock) waits for that batch to be backed up instead of
+/// gathering again at once: each gathering that finds nothing adds a collision budget's worth
+/// of collisions, so with a flat budget the collisions per backend call count the gatherings.
+/// A thread that spun (gathered again at once while the other prepared its leaves) took the
+/// lock from it dozens of times a batch.
+#[test]
+fn a_thread_that_only_collides_waits_for_the_other_batch() {
+    let backend: Arc<dyn Backend> = Arc::new(PlaneDerived {
+        call: Duration::from_millis(3),
+    });
+    let budget = 500;
+    let params = SearchParams {
+        minibatch: 256,
+        threads: 2,
+        max_collision_visits: budget,
+        collision_scaling_end: 0,
+        ..SearchParams::default()
+    };
+    for spec in [
+        "startpos",
+        "startpos moves d2d4 g8f6 c2c4 e7e6 b1c3 f8b4 e2e3 e8g8 f1d3 d7d5",
+    ] {
+        let mut search = Search::new(backend.clone(), params);
+        search.set_position(PositionHistory::from_spec(spec).unwrap());
+        let info = search_nodes(&mut search, 20_000).info;
+        let per_call = info.collisions as f64 / info.batches as f64;
+        println!(
+            "{spec}: {} collisions over {} backend calls",
+            info.collisions, info.batches
+        );
+        assert!(
+            per_call <= 4.0 * f64::from(budget),
+            "{spec}: {per_call:.0} collisions a backend call with a budget of {budget} a \
+             gathering ({} calls): a thread gathered again and again while the other's batch \
+             was out",
+            info.batches
+        );
     }
 }
 

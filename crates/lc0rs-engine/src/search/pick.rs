@@ -70,6 +70,11 @@ pub(super) struct Pass<'t, 'i, V> {
     max_limit: u32,
     /// The root's best edge when the pass began (never pruned at the root).
     best_root_child: Option<u32>,
+    /// The scores of the node being split, reused from one split to the next (a split ends
+    /// before the walk goes below it).
+    scores: ChildScores,
+    /// The shares of every node on the current path, each split's behind its parent's.
+    shares: Vec<Share>,
 }
 
 impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
@@ -92,6 +97,8 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
             limit,
             max_limit: u32::MAX,
             best_root_child,
+            scores: ChildScores::default(),
+            shares: Vec::new(),
         };
         pass.deal(ROOT, limit);
         pass.collisions
@@ -115,8 +122,11 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
         if is_root {
             self.tree.node_mut(ROOT).in_flight += limit;
         }
-        let shares = self.split(index, limit);
-        for share in shares {
+        let first = self.shares.len();
+        self.split(index, limit);
+        let end = self.shares.len();
+        for i in first..end {
+            let share = self.shares[i];
             self.path.push(share.child);
             for _ in 0..share.evaluations {
                 (self.on_visit)(self.tree, &self.path);
@@ -126,6 +136,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
             }
             self.path.pop();
         }
+        self.shares.truncate(first);
     }
 
     /// Records a collision of `visits` at the last node of `self.path`.
@@ -139,12 +150,13 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
     }
 
     /// Splits `limit` visits among the children of `index` by PUCT, raising the in-flight
-    /// counts of those that take visits.
-    fn split(&mut self, index: u32, mut limit: u32) -> Vec<Share> {
-        let mut scores = ChildScores::at(self.tree, self.input.params, index);
-        let mut shares: Vec<Share> = Vec::new();
+    /// counts of those that take visits; the shares go on the end of `self.shares`.
+    fn split(&mut self, index: u32, mut limit: u32) {
+        let mut scores = std::mem::take(&mut self.scores);
+        scores.reset(self.tree, self.input.params, index);
+        let first = self.shares.len();
         while limit > 0 {
-            let Some(choice) = self.best_two(&scores, index) else {
+            let Some(choice) = self.best_two(&mut scores, index) else {
                 // Nothing may be searched here (cannot happen: the root's best child is never
                 // pruned): hold the visits as a collision so that they are taken back.
                 self.collide(limit);
@@ -160,7 +172,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
                 None => limit,
             };
             let child_index = self.tree.spawn_child(scores.children.start + best as u32);
-            let share = share_of(&mut shares, child_index);
+            let share = share_of(&mut self.shares, first, child_index);
             share.visits += new_visits;
             limit -= new_visits;
             let child = self.tree.node_mut(child_index);
@@ -182,13 +194,13 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
             }
             scores.rescore(best);
         }
-        shares
+        self.scores = scores;
     }
 
     /// The best child by score and the second best score, over the children that may be
     /// searched; as lc0, the scan ends one child after the first unstarted one, since the
     /// unstarted children (first-play urgency, no visits) come in falling order of prior.
-    fn best_two(&self, scores: &ChildScores, index: u32) -> Option<Choice> {
+    fn best_two(&self, scores: &mut ChildScores, index: u32) -> Option<Choice> {
         let mut best: Option<(usize, f64)> = None;
         let mut second_score: Option<f64> = None;
         let mut can_exit = false;
@@ -197,7 +209,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
             if index == ROOT && !self.searchable_at_root(edge) {
                 continue;
             }
-            let score = scores.score[i];
+            let score = scores.score(self.tree, i);
             match best {
                 Some((_, b)) if score <= b => {
                     if second_score.is_none_or(|s| score > s) {
@@ -248,6 +260,7 @@ fn try_start(node: &mut Node) -> bool {
 }
 
 /// The visits a child takes in one pass.
+#[derive(Clone, Copy)]
 struct Share {
     child: u32,
     /// Visits that start an evaluation of the child itself.
@@ -256,18 +269,20 @@ struct Share {
     visits: u32,
 }
 
-fn share_of(shares: &mut Vec<Share>, child: u32) -> &mut Share {
-    match shares.iter().position(|s| s.child == child) {
-        Some(i) => &mut shares[i],
+/// The share of `child` among the shares from `first` on, added where it has none yet.
+fn share_of(shares: &mut Vec<Share>, first: usize, child: u32) -> &mut Share {
+    let at = match shares[first..].iter().position(|s| s.child == child) {
+        Some(i) => first + i,
         None => {
             shares.push(Share {
                 child,
                 evaluations: 0,
                 visits: 0,
             });
-            shares.last_mut().expect("just pushed")
+            shares.len() - 1
         }
-    }
+    };
+    &mut shares[at]
 }
 
 struct Choice {
@@ -275,10 +290,15 @@ struct Choice {
     second_score: Option<f64>,
 }
 
-/// The PUCT terms of one node's children during a pass.
+/// The PUCT terms of one node's children during a pass. A child's terms are computed the
+/// first time the scan reads them ([`ChildScores::score`]): the scan stops one child past the
+/// first unstarted one, so most of a wide node's children are never looked at.
+#[derive(Default)]
 struct ChildScores {
     /// The node's edges.
     children: std::ops::Range<u32>,
+    /// `cpuct · √(N − 1)` and the first-play urgency at the node.
+    puct: Puct,
     /// `P · cpuct · √(N − 1)` per child.
     weighted_prior: Vec<f64>,
     /// Q, or the first-play urgency where unvisited.
@@ -289,34 +309,35 @@ struct ChildScores {
 }
 
 impl ChildScores {
-    /// The terms at node `index`; each child's statistics are looked up once (they lie
-    /// apart from the edges, see [`super::tree`]).
-    fn at(tree: &Tree, params: &SearchParams, index: u32) -> Self {
-        let edges = tree.edges_of(index);
-        let stats: Vec<&Node> = edges.iter().map(|e| tree.stats(e)).collect();
-        let priors = edges.iter().map(|e| e.prior);
-        let puct = Puct::new(
-            tree.node(index),
-            params,
-            priors.clone().zip(stats.iter().copied()),
-        );
-        let weighted_prior: Vec<f64> = priors.map(|p| f64::from(p) * puct.mult).collect();
-        let util: Vec<f64> = stats.iter().map(|c| puct.util(c)).collect();
-        let started: Vec<u32> = stats.iter().map(|c| c.visits + c.in_flight).collect();
-        let score = (0..edges.len())
-            .map(|i| weighted_prior[i] / f64::from(1 + started[i]) + util[i])
-            .collect();
-        Self {
-            children: tree.children(index),
-            weighted_prior,
-            util,
-            started,
-            score,
-        }
+    /// Starts on node `index`, keeping the buffers' memory.
+    fn reset(&mut self, tree: &Tree, params: &SearchParams, index: u32) {
+        self.children = tree.children(index);
+        self.puct = Puct::at(tree, params, index);
+        self.weighted_prior.clear();
+        self.util.clear();
+        self.started.clear();
+        self.score.clear();
     }
 
     fn len(&self) -> usize {
-        self.score.len()
+        self.children.len()
+    }
+
+    /// Child `i`'s score, its terms computed up to `i` where not yet.
+    fn score(&mut self, tree: &Tree, i: usize) -> f64 {
+        while self.score.len() <= i {
+            let edge = tree.edge(self.children.start + self.score.len() as u32);
+            let stats = tree.stats(edge);
+            let weighted_prior = f64::from(edge.prior) * self.puct.mult;
+            let util = self.puct.util(stats);
+            let started = stats.visits + stats.in_flight;
+            self.weighted_prior.push(weighted_prior);
+            self.util.push(util);
+            self.started.push(started);
+            self.score
+                .push(weighted_prior / f64::from(1 + started) + util);
+        }
+        self.score[i]
     }
 
     fn rescore(&mut self, i: usize) {
@@ -339,6 +360,7 @@ impl ChildScores {
 /// The terms PUCT scores a node's children with, as lc0 computes them: CPuct grown with the
 /// node's completed visits, `cpuct·√(N − 1)` (its children's completed visits), and the
 /// first-play urgency of unvisited children.
+#[derive(Default)]
 pub(super) struct Puct {
     /// `cpuct · √max(N − 1, 1)`.
     pub mult: f64,
@@ -451,6 +473,7 @@ mod tests {
         // (2/7 = 0.286 − 0.1 = 0.186), so the formula's 2 / 0.3 − 4 + 1 = 3.67 truncates to 3.
         let scores = ChildScores {
             children: 1..3,
+            puct: Puct::default(),
             weighted_prior: vec![2.0, 0.5],
             util: vec![-0.1, 0.0],
             started: vec![3, 0],

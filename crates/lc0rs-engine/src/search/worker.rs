@@ -126,7 +126,11 @@ pub(super) struct Context<'a> {
     /// a full minibatch only while another keeps the backend busy (lc0's idling rule).
     pub threads: usize,
     pub in_backend: AtomicUsize,
-    /// Batches gathered and not yet backed up (in a backend call or waiting for the lock).
+    /// Gatherings whose leaves are in the tree's in-flight counts and not yet backed up: being
+    /// prepared without the lock, in a backend call, or waiting for the lock to back up. A
+    /// thread that found only collisions waits while any other is counted here, since those
+    /// leaves will be backed up; otherwise it would gather again at once, collide again, and
+    /// take the lock from the thread that needs it to finish.
     pub batches_in_flight: AtomicUsize,
 }
 
@@ -163,6 +167,9 @@ impl<'a> Context<'a> {
             };
             let (state, gathered) = self.gather(state, target);
             if gathered.pending.is_empty() {
+                if gathered.in_flight {
+                    self.batches_in_flight.fetch_sub(1, Ordering::AcqRel);
+                }
                 let others_pending = self.batches_in_flight.load(Ordering::Acquire) > 0;
                 if gathered.answered > 0 || !others_pending {
                     // Work was backed up (or no other thread's batch will be): the collisions
@@ -187,7 +194,9 @@ impl<'a> Context<'a> {
                     .add(Phase::CollisionWait, start.elapsed());
                 continue;
             }
-            self.batches_in_flight.fetch_add(1, Ordering::AcqRel);
+            if !gathered.in_flight {
+                self.batches_in_flight.fetch_add(1, Ordering::AcqRel);
+            }
             drop(state);
             self.evaluate(gathered.pending)?;
             after_batch();
@@ -328,6 +337,10 @@ impl<'a> Context<'a> {
             let prepared = if started.is_empty() {
                 Vec::new()
             } else {
+                if !gathered.in_flight {
+                    self.batches_in_flight.fetch_add(1, Ordering::AcqRel);
+                    gathered.in_flight = true;
+                }
                 drop(state);
                 let start = Instant::now();
                 let format = self.backend.input_format();
@@ -439,6 +452,9 @@ struct Gathered {
     pending: Vec<PendingLeaf>,
     /// Playouts backed up during gathering (no backend call needed).
     answered: usize,
+    /// Whether this gathering is counted in [`Context::batches_in_flight`] (from the first time
+    /// it lets go of the lock with leaves started).
+    in_flight: bool,
 }
 
 impl Gathered {

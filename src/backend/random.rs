@@ -1,0 +1,208 @@
+//! `random`: lc0's backend of the same name, for measuring and testing the search without a
+//! network. Each position's outputs are a function of its input planes (and `seed`), so a
+//! search is repeatable and a transposition gets the same evaluation; nothing is learned from
+//! the weights but their input format.
+//!
+//! As lc0's: Q uniform in [−1, 1), D uniform in [0, 1 − |Q|), no moves left, and each policy
+//! logit uniform in [0, 3) (after the softmax the least likely move has about 0.05 of the most
+//! likely one's weight); `uniform=true` gives Q = D = 0 and equal logits; `delay=MS` sleeps
+//! that long in every call, standing in for a network's time.
+
+use std::time::Duration;
+
+use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput};
+use crate::board::POLICY_SIZE;
+use crate::chess::InputPlanes;
+use crate::weights::Model;
+use crate::weights::format::InputFormat;
+
+const NAME: &str = "random";
+const DEFAULT_MAX_BATCH: usize = 1024;
+/// The largest policy logit (lc0's `a`).
+const POLICY_SPREAD: f32 = 3.0;
+
+pub struct RandomBackend {
+    input: InputFormat,
+    delay: Duration,
+    seed: u64,
+    uniform: bool,
+    max_batch: usize,
+}
+
+impl RandomBackend {
+    /// Options: `delay` (ms a call, default 0), `seed` (default 0), `uniform` (default false),
+    /// `max_batch` (default 1024).
+    pub fn new(network: &Model, options: &BackendOptions) -> Result<Self, BackendError> {
+        let max_batch = options
+            .get::<usize>(NAME, "max_batch")?
+            .unwrap_or(DEFAULT_MAX_BATCH);
+        if max_batch == 0 {
+            return Err(BackendError::BadOption {
+                backend: NAME.to_owned(),
+                key: "max_batch".to_owned(),
+                value: "0".to_owned(),
+                reason: "must be at least 1".to_owned(),
+            });
+        }
+        Ok(Self {
+            input: network.format().input,
+            delay: Duration::from_millis(options.get::<u64>(NAME, "delay")?.unwrap_or(0)),
+            seed: options.get::<u64>(NAME, "seed")?.unwrap_or(0),
+            uniform: options.get::<bool>(NAME, "uniform")?.unwrap_or(false),
+            max_batch,
+        })
+    }
+
+    /// The hash a position's outputs are drawn from.
+    fn position_hash(&self, planes: &InputPlanes) -> u64 {
+        planes.iter().fold(mix(self.seed), |h, plane| {
+            mix(mix(h ^ plane.mask) ^ u64::from(plane.value.to_bits()))
+        })
+    }
+
+    fn push_outputs(&self, planes: &InputPlanes, out: &mut BatchOutput) {
+        if self.uniform {
+            out.q.push(0.0);
+            out.d.push(0.0);
+            out.m.push(0.0);
+            out.policy.extend(std::iter::repeat_n(1.0, POLICY_SIZE));
+            return;
+        }
+        let hash = self.position_hash(planes);
+        let q = ((hash % 200_000) as f32 - 100_000.0) / 100_000.0;
+        let d = (1.0 - q.abs()) * (mix(hash ^ 0x4d2) % 10_000) as f32 / 10_000.0;
+        out.q.push(q);
+        out.d.push(d);
+        out.m.push(0.0);
+        // One multiply a logit (not a full mix): the call stays cheap next to the search it
+        // stands in for, as lc0's, which draws only the legal moves' logits.
+        out.policy.extend((0..POLICY_SIZE as u64).map(|index| {
+            let x = (hash ^ index).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            ((x >> 40) % 10_000) as f32 * (POLICY_SPREAD / 10_000.0)
+        }));
+    }
+}
+
+/// A splitmix64 step: every bit of the input reaches every bit of the output.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl Backend for RandomBackend {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    /// A stand-in for a GPU (several search threads), so that the search measured is the one a
+    /// GPU backend gets.
+    fn attributes(&self) -> BackendAttributes {
+        BackendAttributes {
+            has_wdl: true,
+            has_mlh: false,
+            runs_on_cpu: false,
+            max_batch: self.max_batch,
+            recommended_batch: 256,
+            recommended_threads: 2,
+        }
+    }
+
+    fn input_format(&self) -> InputFormat {
+        self.input
+    }
+
+    fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
+        if batch.len() > self.max_batch {
+            return Err(BackendError::BatchTooLarge {
+                backend: NAME.to_owned(),
+                size: batch.len(),
+                max: self.max_batch,
+            });
+        }
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
+        let mut out = BatchOutput {
+            q: Vec::with_capacity(batch.len()),
+            d: Vec::with_capacity(batch.len()),
+            m: Vec::with_capacity(batch.len()),
+            policy: Vec::with_capacity(batch.len() * POLICY_SIZE),
+        };
+        for planes in batch {
+            self.push_outputs(planes, &mut out);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chess::{HistoryFill, PositionHistory, encode_position};
+    use crate::netsource::NetSource;
+    use crate::weights::LoadOptions;
+
+    fn tiny() -> Model {
+        let source = NetSource::parse(None).unwrap();
+        source
+            .load(&LoadOptions::default(), &mut |_, _| {})
+            .unwrap()
+            .0
+    }
+
+    fn backend(options: &str) -> RandomBackend {
+        RandomBackend::new(&tiny(), &BackendOptions::parse(options).unwrap()).unwrap()
+    }
+
+    fn planes(spec: &str) -> InputPlanes {
+        let history = PositionHistory::from_spec(spec).unwrap();
+        encode_position(&history, InputFormat::Classical112, HistoryFill::FenOnly).planes
+    }
+
+    #[test]
+    fn outputs_are_a_function_of_the_position_within_lc0s_ranges() {
+        let b = backend("");
+        let a = planes("startpos");
+        let e4 = planes("startpos moves e2e4");
+        let out = b.evaluate(&[a, e4, a]).unwrap();
+        assert_eq!(out.len(), 3);
+        assert_eq!(out.q[0], out.q[2]);
+        assert_eq!(out.policy_of(0), out.policy_of(2));
+        assert_ne!(out.policy_of(0), out.policy_of(1));
+        for i in 0..3 {
+            let [w, d, l] = out.wdl_of(i);
+            assert!((-1.0..1.0).contains(&out.q[i]));
+            assert!(w >= 0.0 && d >= 0.0 && l >= 0.0, "{:?}", [w, d, l]);
+            assert!(out.policy_of(i).iter().all(|&p| (0.0..3.0).contains(&p)));
+        }
+        let other_seed = backend("seed=7").evaluate(&[a]).unwrap();
+        assert_ne!(other_seed.q[0], out.q[0]);
+    }
+
+    #[test]
+    fn uniform_mode_and_limits() {
+        let out = backend("uniform=true")
+            .evaluate(&[planes("startpos")])
+            .unwrap();
+        assert_eq!((out.q[0], out.d[0]), (0.0, 0.0));
+        assert!(out.policy_of(0).iter().all(|&p| p == 1.0));
+        let small = backend("max_batch=1");
+        let two = [planes("startpos"), planes("startpos")];
+        assert!(matches!(
+            small.evaluate(&two),
+            Err(BackendError::BatchTooLarge {
+                size: 2,
+                max: 1,
+                ..
+            })
+        ));
+        let net = tiny();
+        for bad in ["max_batch=0", "delay=x", "speed=1"] {
+            let options = BackendOptions::parse(bad).unwrap();
+            let made = RandomBackend::new(&net, &options).and_then(|_| options.finish(NAME));
+            assert!(made.is_err(), "{bad} was accepted");
+        }
+    }
+}
