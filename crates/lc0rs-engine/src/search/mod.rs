@@ -158,6 +158,8 @@ pub struct SearchInfo {
     /// Playouts that met a leaf already waiting for the backend (in this or another thread's
     /// batch) and were given up.
     pub collisions: u64,
+    /// Walks of the tree from the root that gathered them.
+    pub walks: u64,
     /// Backend calls and the positions sent in them.
     pub batches: u64,
     pub evaluated: u64,
@@ -614,6 +616,7 @@ fn info(
         chess960: params.chess960,
         numbered_lines: params.multipv > 1,
         collisions: state.stats.collisions,
+        walks: state.stats.walks,
         batches: state.stats.batches,
         evaluated: state.stats.evaluated,
         times: profile::PhaseTimes::default(),

@@ -68,8 +68,10 @@ pub(super) struct Pass<'t, 'i, V> {
     limit: u32,
     /// The fewest visits any choice of this pass could take before it changed.
     max_limit: u32,
-    /// The root's best edge when the pass began (never pruned at the root).
-    best_root_child: Option<u32>,
+    /// Whether each root edge may take visits in this pass (see [`root_searchable`]): what
+    /// decides it (completed visits, the best edge, the playouts left) holds still during a
+    /// pass, so it is judged once and not at every block dealt at the root.
+    root_searchable: Vec<bool>,
     /// The scores of the node being split, reused from one split to the next (a split ends
     /// before the walk goes below it).
     scores: ChildScores,
@@ -87,7 +89,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
         limit: u32,
         on_visit: V,
     ) -> Vec<Collision> {
-        let best_root_child = tree.best_child(ROOT);
+        let root_searchable = root_searchable(tree, input);
         let mut pass = Pass {
             tree,
             input,
@@ -96,7 +98,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
             path: vec![ROOT],
             limit,
             max_limit: u32::MAX,
-            best_root_child,
+            root_searchable,
             scores: ChildScores::default(),
             shares: Vec::new(),
         };
@@ -205,8 +207,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
         let mut second_score: Option<f64> = None;
         let mut can_exit = false;
         for i in 0..scores.len() {
-            let edge = scores.children.start + i as u32;
-            if index == ROOT && !self.searchable_at_root(edge) {
+            if index == ROOT && !self.root_searchable[i] {
                 continue;
             }
             let score = scores.score(self.tree, i);
@@ -230,23 +231,26 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
         }
         best.map(|(best, _)| Choice { best, second_score })
     }
+}
 
-    /// Whether a root edge may take visits: its move is among `searchmoves` (where given), and
-    /// it is the best edge or can still catch up with it in the playouts left.
-    fn searchable_at_root(&self, edge: u32) -> bool {
-        let root_moves = self.input.root_moves;
-        if !root_moves.is_empty() && !root_moves.contains(&self.tree.edge(edge).mv) {
-            return false;
-        }
-        match self.best_root_child {
-            Some(best) if best != edge => {
-                let visits = |e| f64::from(self.tree.child(e).visits);
-                let behind = visits(best) - visits(edge);
-                self.input.remaining_playouts >= behind
-            }
-            _ => true,
-        }
-    }
+/// Whether each root edge may take visits: its move is among `searchmoves` (where given), and it
+/// is the best edge or can still catch up with it in the playouts left.
+fn root_searchable(tree: &Tree, input: &PassInput) -> Vec<bool> {
+    let best = tree.best_child(ROOT);
+    let visits = |e| f64::from(tree.child(e).visits);
+    tree.children(ROOT)
+        .map(|edge| {
+            let listed =
+                input.root_moves.is_empty() || input.root_moves.contains(&tree.edge(edge).mv);
+            let can_catch_up = match best {
+                Some(best) if best != edge => {
+                    input.remaining_playouts >= visits(best) - visits(edge)
+                }
+                _ => true,
+            };
+            listed && can_catch_up
+        })
+        .collect()
 }
 
 /// Starts a visit at `node` unless its first evaluation is already under way (lc0's

@@ -68,6 +68,9 @@ pub(super) struct SearchStats {
     /// collisions): held in flight until the next back-up, then taken back; they count no
     /// visit.
     pub collisions: u64,
+    /// Walks of the tree from the root (passes of the picker), each followed by its leaves'
+    /// preparation: many short walks a batch mean many lock hand-overs.
+    pub walks: u64,
     /// Backend calls and the positions sent in them.
     pub batches: u64,
     pub evaluated: u64,
@@ -330,6 +333,7 @@ impl<'a> Context<'a> {
                 .min(nodes_left);
             let start = Instant::now();
             let (started, mut collisions) = self.pass(&mut state, &input, limit as u32);
+            state.stats.walks += 1;
             // Counted now, while the lock is held: each started leaf becomes one playout, and
             // another thread sizing its batch while these are prepared must see them.
             state.stats.playouts += started.len() as u64;

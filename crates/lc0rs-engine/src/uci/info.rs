@@ -149,6 +149,7 @@ mod tests {
             chess960: false,
             numbered_lines: true,
             collisions: 0,
+            walks: 0,
             batches: 0,
             evaluated: 0,
             times: Default::default(),
