@@ -4,7 +4,8 @@
 #   1. backendbench positions/s at batch 64, 256 and 1024: one GPU (1 and 2 threads), then
 #      gpus=all with policy=split (1 thread) and policy=rr (2 threads a GPU);
 #   2. the UCI search, `go nodes NODES` from the start position with the engine's defaults
-#      (threads and minibatch from the backend), smart pruning off: one GPU, split and rr;
+#      (threads and minibatch from the backend), smart pruning off: one GPU, split and rr, each
+#      with its VerboseMoveStats profile (walks, batches, the threads' time);
 #   3. with LC0 given, lc0 on the same net: its backendbench over `demux` and its search over
 #      `multiplexing` and `roundrobin`, and on one GPU.
 # Prints one line a measurement; the logs stay in OUT. BACKEND (default cuda-fp16) and EXTRA
@@ -40,10 +41,12 @@ done
 search() {  # search LABEL OPTIONS
   local log="$out/uci-$1.log"
   : >"$log"
-  ( printf 'setoption name SmartPruningFactor value 0\nisready\nposition startpos\ngo nodes %s\n' "$nodes"
+  ( printf 'setoption name SmartPruningFactor value 0\nsetoption name VerboseMoveStats value true\nisready\nposition startpos\ngo nodes %s\n' "$nodes"
     until grep -q '^bestmove' "$log"; do sleep 0.2; done
     echo quit ) | "$lc0rs" uci -w "$net" -b "$backend" -o "$2$extra" >>"$log" 2>&1
   echo "uci $1: $(grep '^info depth' "$log" | tail -1 | sed -E 's/.* nps ([0-9]+).*/\1/') nodes/s"
+  # Where the search threads spent their time, and the batches they sent.
+  grep -E '^info string [0-9]+ playouts' "$log" | sed 's/^info string /    /'
 }
 search one-gpu "gpu=0"
 search split "gpus=$all,policy=split"
