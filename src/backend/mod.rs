@@ -72,6 +72,20 @@ pub enum BackendError {
     Weights(#[from] WeightsError),
 }
 
+impl BackendError {
+    /// A batch of `size` positions refused where it exceeds `max`, backend `backend`'s largest.
+    pub fn check_batch_size(backend: &str, size: usize, max: usize) -> Result<(), Self> {
+        if size > max {
+            return Err(Self::BatchTooLarge {
+                backend: backend.to_owned(),
+                size,
+                max,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Profiled passes and the device they ran on.
 #[derive(Debug, Clone)]
 pub struct ProfileReport {

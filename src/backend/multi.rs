@@ -267,14 +267,7 @@ impl Backend for MultiGpu {
     }
 
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
-        let max = self.max_batch;
-        if batch.len() > max {
-            return Err(BackendError::BatchTooLarge {
-                backend: self.name.clone(),
-                size: batch.len(),
-                max,
-            });
-        }
+        BackendError::check_batch_size(&self.name, batch.len(), self.max_batch)?;
         if batch.is_empty() {
             return Ok(BatchOutput::default());
         }

@@ -114,13 +114,7 @@ impl Backend for RandomBackend {
     }
 
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
-        if batch.len() > self.max_batch {
-            return Err(BackendError::BatchTooLarge {
-                backend: NAME.to_owned(),
-                size: batch.len(),
-                max: self.max_batch,
-            });
-        }
+        BackendError::check_batch_size(NAME, batch.len(), self.max_batch)?;
         if !self.delay.is_zero() {
             std::thread::sleep(self.delay);
         }

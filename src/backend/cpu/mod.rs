@@ -102,13 +102,7 @@ impl Backend for CpuBackend {
     }
 
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
-        if batch.len() > self.max_batch {
-            return Err(BackendError::BatchTooLarge {
-                backend: NAME.to_owned(),
-                size: batch.len(),
-                max: self.max_batch,
-            });
-        }
+        BackendError::check_batch_size(NAME, batch.len(), self.max_batch)?;
         if batch.is_empty() {
             return Ok(BatchOutput::default());
         }

@@ -547,13 +547,7 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
     }
 
     fn layer_outputs(&self, batch: &[InputPlanes]) -> Result<Option<Vec<Vec<f32>>>, BackendError> {
-        if batch.len() > self.options.max_batch {
-            return Err(BackendError::BatchTooLarge {
-                backend: self.name.clone(),
-                size: batch.len(),
-                max: self.options.max_batch,
-            });
-        }
+        BackendError::check_batch_size(&self.name, batch.len(), self.options.max_batch)?;
         self.with_lane(|lane| self.layer_outputs_on(lane, batch))
             .map_err(|error| self.gpu_error(error))
     }
@@ -583,13 +577,7 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
     }
 
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
-        if batch.len() > self.options.max_batch {
-            return Err(BackendError::BatchTooLarge {
-                backend: self.name.clone(),
-                size: batch.len(),
-                max: self.options.max_batch,
-            });
-        }
+        BackendError::check_batch_size(&self.name, batch.len(), self.options.max_batch)?;
         if batch.is_empty() {
             return Ok(BatchOutput::default());
         }
