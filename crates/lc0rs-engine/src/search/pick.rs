@@ -296,7 +296,8 @@ struct Choice {
 
 /// The PUCT terms of one node's children during a pass. A child's terms are computed the
 /// first time the scan reads them ([`ChildScores::score`]): the scan stops one child past the
-/// first unstarted one, so most of a wide node's children are never looked at.
+/// first unstarted one, so most of a wide node's children are never scored (their statistics
+/// are still read once, for the node's visited policy in [`Puct::at`]).
 #[derive(Default)]
 struct ChildScores {
     /// The node's edges.

@@ -197,9 +197,8 @@ impl<'a> Context<'a> {
                     .add(Phase::CollisionWait, start.elapsed());
                 continue;
             }
-            if !gathered.in_flight {
-                self.batches_in_flight.fetch_add(1, Ordering::AcqRel);
-            }
+            // Leaves wait for the backend only after being prepared, which counted the gathering.
+            debug_assert!(gathered.in_flight);
             drop(state);
             self.evaluate(gathered.pending)?;
             after_batch();
