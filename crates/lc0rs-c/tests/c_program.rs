@@ -162,7 +162,11 @@ fn c_program_matches_the_rust_library_and_survives_misuse() {
     std::fs::write(&positions_file, text).unwrap();
 
     let run = |exe: &Path| {
+        // The library it was linked against, not another one on cargo's LD_LIBRARY_PATH (which
+        // the loader searches before the executable's runpath): a `liblc0rs_c.so` that an
+        // earlier `cargo build` left in target/debug may lack newer functions.
         let output = Command::new(exe)
+            .env("LD_LIBRARY_PATH", library_dir())
             .arg(&planes_file)
             .arg(&positions_file)
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../weights/tiny.pb.gz"))
