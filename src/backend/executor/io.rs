@@ -84,13 +84,85 @@ pub fn upload_inputs(
         .inputs
         .copy_from_host_with(device, 0, mask_bytes + value_bytes, &mut |staged| {
             let (masks, values) = staged.split_at_mut(mask_bytes);
-            let planes = || batch.iter().flatten();
-            masks[batch.len() * INPUT_PLANES * size_of::<u64>()..].fill(0);
-            for (slot, plane) in masks.chunks_exact_mut(size_of::<u64>()).zip(planes()) {
-                slot.copy_from_slice(&plane.mask.to_le_bytes());
-            }
-            for (slot, plane) in values.chunks_exact_mut(size_of::<f32>()).zip(planes()) {
-                slot.copy_from_slice(&plane.value.to_le_bytes());
-            }
+            fill_inputs(masks, values, batch);
         })
+}
+
+/// Writes the batch's masks (u64, the positions past the batch zero) and values (f32) into
+/// their little-endian bytes: as typed slices where the bytes are aligned for them (pinned
+/// staging memory is page-aligned; at batch 128 that is twice as fast as writing byte
+/// chunks), else byte by byte.
+fn fill_inputs(masks: &mut [u8], values: &mut [u8], batch: &[InputPlanes]) {
+    let planes = || batch.iter().flatten();
+    let typed = (
+        bytemuck::try_cast_slice_mut::<u8, u64>(masks),
+        bytemuck::try_cast_slice_mut::<u8, f32>(values),
+    );
+    if cfg!(target_endian = "little")
+        && let (Ok(masks), Ok(values)) = typed
+    {
+        let (ours, padding) = masks.split_at_mut(batch.len() * INPUT_PLANES);
+        padding.fill(0);
+        for ((mask, value), plane) in ours.iter_mut().zip(values.iter_mut()).zip(planes()) {
+            *mask = plane.mask;
+            *value = plane.value;
+        }
+        return;
+    }
+    masks[batch.len() * INPUT_PLANES * size_of::<u64>()..].fill(0);
+    for (slot, plane) in masks.chunks_exact_mut(size_of::<u64>()).zip(planes()) {
+        slot.copy_from_slice(&plane.mask.to_le_bytes());
+    }
+    for (slot, plane) in values.chunks_exact_mut(size_of::<f32>()).zip(planes()) {
+        slot.copy_from_slice(&plane.value.to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chess::InputPlane;
+
+    /// A batch of `n` positions whose planes are all different.
+    fn batch(n: usize) -> Vec<InputPlanes> {
+        (0..n)
+            .map(|p| {
+                std::array::from_fn(|i| InputPlane {
+                    mask: (p as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i as u64,
+                    value: p as f32 * 1000.0 + i as f32 * 0.5,
+                })
+            })
+            .collect()
+    }
+
+    /// The bytes lc0's layout gives a pass over `size` positions, written out plane by plane.
+    fn expected(batch: &[InputPlanes], size: usize) -> (Vec<u8>, Vec<u8>) {
+        let mut masks = Vec::new();
+        let mut values = Vec::new();
+        for plane in batch.iter().flatten() {
+            masks.extend_from_slice(&plane.mask.to_le_bytes());
+            values.extend_from_slice(&plane.value.to_le_bytes());
+        }
+        masks.resize(size * INPUT_PLANES * size_of::<u64>(), 0);
+        (masks, values)
+    }
+
+    #[test]
+    fn inputs_are_written_the_same_into_aligned_and_unaligned_staging() {
+        let (n, size) = (3, 5);
+        let positions = batch(n);
+        let (want_masks, want_values) = expected(&positions, size);
+        let total = want_masks.len() + want_values.len();
+        // Aligned: the bytes of a u64 buffer; unaligned: the same one byte further on.
+        let mut words = vec![u64::MAX; total / size_of::<u64>() + 2];
+        for offset in [0, 1] {
+            let bytes =
+                &mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[offset..offset + total];
+            bytes.fill(0xAB);
+            let (masks, values) = bytes.split_at_mut(want_masks.len());
+            fill_inputs(masks, values, &positions);
+            assert_eq!(masks, &want_masks[..], "masks at offset {offset}");
+            assert_eq!(values, &want_values[..], "values at offset {offset}");
+        }
+    }
 }
