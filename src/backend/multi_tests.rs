@@ -8,6 +8,9 @@ use super::*;
 use crate::board::POLICY_SIZE;
 use crate::chess::InputPlane;
 
+/// The end of a stand-in's call that is spun rather than slept (longer than a timer tick).
+const SPIN_TAIL: Duration = Duration::from_millis(2);
+
 /// A stand-in GPU: Q is the position's number (its first plane's value), every policy logit
 /// the GPU's ordinal; each call takes `per_row` a position; `broken` makes it fail.
 struct StandIn {
@@ -36,9 +39,15 @@ impl Backend for StandIn {
     }
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
         self.calls.lock().unwrap().push(batch.len());
-        // Spun, not slept: a sleep is rounded to the OS timer's tick (about 1 ms under Wine
-        // and on Windows), which would make the time no longer follow the positions.
+        // Slept while more than SPIN_TAIL is left, then spun: a sleep may end a timer tick
+        // late (about 1 ms under Wine and on Windows), and a thread that only spins is
+        // preempted on a busy machine; either way the time would no longer follow the
+        // positions.
         let until = Instant::now() + self.per_row * batch.len() as u32;
+        let left = until.saturating_duration_since(Instant::now());
+        if let Some(sleep) = left.checked_sub(SPIN_TAIL) {
+            std::thread::sleep(sleep);
+        }
         while Instant::now() < until {
             std::hint::spin_loop();
         }
@@ -234,8 +243,9 @@ fn the_shares_settle_where_the_parts_finish_together() {
 fn a_slower_gpu_is_given_a_smaller_share() {
     // GPU 1 takes three times as long a position as GPU 0, timed on this machine's clock: its
     // parts end smaller (only the direction is asserted, as a busy machine delays a part now
-    // and then; the settling point is checked on modelled times above).
-    let rig = rig(&[0, 1], &[10, 30], SPLIT);
+    // and then; the settling point is checked on modelled times above). Parts of several ms,
+    // mostly slept, so that neither a late timer tick nor a preempted thread turns the order.
+    let rig = rig(&[0, 1], &[100, 300], SPLIT);
     for _ in 0..40 {
         rig.backend.evaluate(&batch(256)).unwrap();
     }
