@@ -564,3 +564,41 @@ fn warming_up_prepares_the_minibatch_for_every_thread_once() {
         "nothing evaluated"
     );
 }
+
+#[test]
+fn a_position_searched_again_is_answered_from_the_nn_cache() {
+    // One thread, one playout a batch and a node limit: the second search of the same
+    // position, on a new tree, takes the same playouts in the same order (a leaf answered from
+    // the cache changes the tree as its evaluation did), so every leaf it starts was
+    // evaluated by the first one and must be found in the NN cache, with no backend call.
+    // (With larger batches the answers that come at once change the rest of a gathering.)
+    let counting = Arc::new(Counting {
+        inner: cpu_backend(),
+        calls: AtomicUsize::new(0),
+        largest: AtomicUsize::new(0),
+        prepared: Default::default(),
+    });
+    let params = SearchParams {
+        threads: 1,
+        minibatch: 1,
+        ..SearchParams::default()
+    };
+    let mut search = Search::new(counting.clone(), params);
+    let position = history("startpos moves e2e4 e7e5");
+    search.set_position(position.clone());
+    let first = search_nodes(&mut search, 300);
+    assert!(first.info.evaluated > 0);
+    // Another position in between: the tree is not kept, the cache is.
+    search.set_position(history("fen 8/8/8/4k3/8/8/4P3/4K3 w - - 0 1"));
+    search_nodes(&mut search, 20);
+    search.set_position(position);
+    let calls = counting.calls.load(Ordering::Relaxed);
+    let again = search_nodes(&mut search, 300);
+    assert_eq!(
+        again.info.evaluated, 0,
+        "positions sent to the backend again"
+    );
+    assert_eq!(counting.calls.load(Ordering::Relaxed), calls);
+    assert_eq!(again.info.pv, first.info.pv);
+    assert_eq!(search.root_visits(), 300);
+}

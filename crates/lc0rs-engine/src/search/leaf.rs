@@ -1,8 +1,9 @@
 //! The leaves a gathering starts, and what is learned of each. The walk, holding the tree's
 //! lock, records only each leaf's path and moves; the leaves' positions are then played out,
-//! judged by the rules, encoded and hashed without the lock and on all cores (lc0's task
-//! workers do the same), and the lock is taken again only to answer those known at once (game
-//! ends, proofs, the NN cache) and to back up. The policy's softmax and the sort of each
+//! judged by the rules, encoded, hashed and looked up in the NN cache (which has a lock of its
+//! own) without the tree's lock and on all cores (lc0's task workers do the same), and the
+//! tree's lock is taken again only to answer those known at once (game ends, proofs, cached
+//! positions) and to back up. The policy's softmax and the sort of each
 //! leaf's children after a backend call are likewise done before the lock is taken.
 
 use rayon::prelude::*;
@@ -55,7 +56,9 @@ pub(super) enum LeafOutcome {
     Terminal(f32),
     /// lc0's two-fold draw, first found now: the plies of the repetition's cycle.
     TwoFold(u16),
-    /// For the network: answered from the NN cache if it holds the key, else sent.
+    /// Held by the NN cache (looked up here, without the tree's lock).
+    Cached(CachedEval),
+    /// For the network.
     Evaluate(Box<NetInput>),
 }
 
@@ -79,8 +82,8 @@ pub(super) struct PreparedLeaf {
 pub(super) fn prepare(
     leaves: Vec<StartedLeaf>,
     root: &PositionHistory,
-    format: InputFormat,
-    fill: HistoryFill,
+    input: LeafInput,
+    cached: &CachedLookup<'_>,
 ) -> Vec<PreparedLeaf> {
     map_leaves(
         leaves,
@@ -88,7 +91,7 @@ pub(super) fn prepare(
         |replay, leaf| {
             let outcome = match leaf.proof {
                 Some(proof) => LeafOutcome::Proven(proof),
-                None => outcome(replay.to(&leaf.moves), leaf.moves.len(), format, fill),
+                None => outcome(replay.to(&leaf.moves), leaf.moves.len(), input, cached),
             };
             PreparedLeaf {
                 path: leaf.path,
@@ -97,6 +100,16 @@ pub(super) fn prepare(
         },
     )
 }
+
+/// How the leaves' positions become the network's input.
+#[derive(Clone, Copy)]
+pub(super) struct LeafInput {
+    pub format: InputFormat,
+    pub fill: HistoryFill,
+}
+
+/// The NN cache's entry for a key, if it holds one (called from the thread pool).
+pub(super) type CachedLookup<'c> = dyn Fn(u64) -> Option<CachedEval> + Sync + 'c;
 
 /// Maps `items` with a per-task state made by `init`: on the thread pool in tasks of at least
 /// [`LEAVES_PER_TASK`] items, or on this thread where there are few.
@@ -122,8 +135,8 @@ pub(super) fn map_leaves<T: Send, S, R: Send>(
 fn outcome(
     history: &PositionHistory,
     plies: usize,
-    format: InputFormat,
-    fill: HistoryFill,
+    input: LeafInput,
+    cached: &CachedLookup<'_>,
 ) -> LeafOutcome {
     let entry = history.last();
     let moves = entry.legal_moves();
@@ -138,8 +151,11 @@ fn outcome(
     if let Some(cycle) = two_fold_draw(history, plies) {
         return LeafOutcome::TwoFold(cycle);
     }
-    let encoded = encode_position(history, format, fill);
+    let encoded = encode_position(history, input.format, input.fill);
     let key = NnCache::key(&encoded.planes, entry.key);
+    if let Some(eval) = cached(key) {
+        return LeafOutcome::Cached(eval);
+    }
     LeafOutcome::Evaluate(Box::new(NetInput {
         planes: encoded.planes,
         key,
@@ -239,7 +255,9 @@ pub(super) fn answer_by_rules(tree: &mut Tree, path: &[u32], outcome: &LeafOutco
             node.two_fold = cycle;
             back_up_proven(tree, path, proof);
         }
-        LeafOutcome::Evaluate(_) => unreachable!("a leaf for the network has no rules' answer"),
+        LeafOutcome::Cached(_) | LeafOutcome::Evaluate(_) => {
+            unreachable!("a leaf answered by the network has no rules' answer")
+        }
     }
 }
 

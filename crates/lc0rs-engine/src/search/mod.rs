@@ -401,9 +401,9 @@ impl Search {
             fill: self.fill,
             root: &self.root,
             root_moves: &limits.searchmoves,
+            cache: Mutex::new(&mut self.cache),
             state: Mutex::new(TreeState {
                 tree: &mut self.tree,
-                cache: &mut self.cache,
                 stats: SearchStats::default(),
                 kept_visits,
                 first_playout_at: None,
@@ -422,8 +422,15 @@ impl Search {
                 .collect();
             let mut report = || {
                 let info = {
+                    let hashfull = context.cache_fill();
                     let state = context.lock();
-                    info(&state, params, &limits.searchmoves, start.elapsed())
+                    info(
+                        &state,
+                        params,
+                        &limits.searchmoves,
+                        start.elapsed(),
+                        hashfull,
+                    )
                 };
                 on_batch(&info);
             };
@@ -433,12 +440,19 @@ impl Search {
                 .map(|h| h.join().unwrap_or(Err(SearchError::ThreadFailed)))
                 .fold(mine, Result::and)
         });
+        let hashfull = context.cache_fill();
         let mut state = context.lock();
         state.cancel_collisions();
         outcome?;
         let info = SearchInfo {
             times: state.stats.profile.times(),
-            ..info(&state, params, &limits.searchmoves, start.elapsed())
+            ..info(
+                &state,
+                params,
+                &limits.searchmoves,
+                start.elapsed(),
+                hashfull,
+            )
         };
         let best = info.pv.first().copied().ok_or(SearchError::GameOver)?;
         Ok(SearchResult {
@@ -589,6 +603,7 @@ fn info(
     params: &SearchParams,
     root_moves: &[Move],
     elapsed: Duration,
+    hashfull: u32,
 ) -> SearchInfo {
     let tree = &*state.tree;
     let ranked = root_ranking(tree, root_moves);
@@ -612,7 +627,7 @@ fn info(
         mate,
         pv,
         lines,
-        hashfull: state.cache.fill_per_mille(),
+        hashfull,
         chess960: params.chess960,
         numbered_lines: params.multipv > 1,
         collisions: state.stats.collisions,

@@ -1,9 +1,11 @@
 //! One search thread's work: gather a minibatch of leaves as lc0 does (passes of the picker in
 //! [`super::pick`], positions already known answered at once, within a collision budget), evaluate
-//! the new ones on the backend, back everything up. Several threads share one tree and one NN
-//! cache behind a single mutex: tree work (µs per leaf) is done holding it, the backend call
-//! (ms per batch) without it, so one thread's backend call overlaps another's gathering and
-//! back-up, and a backend with several lanes runs their calls side by side.
+//! the new ones on the backend, back everything up. Several threads share one tree behind a
+//! mutex: tree work (µs per leaf) is done holding it, the backend call (ms per batch) without
+//! it, so one thread's backend call overlaps another's gathering and back-up, and a backend
+//! with several lanes runs their calls side by side. The NN cache has a mutex of its own, so
+//! that its lookups (while leaves are prepared) and its inserts (after a back-up) are never
+//! made holding the tree's.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -16,7 +18,7 @@ use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory};
 
 use super::cache::{CachedEval, NnCache};
 use super::leaf::{
-    self, LeafOutcome, NetInput, PreparedLeaf, StartedLeaf, answer_by_rules, children,
+    self, LeafInput, LeafOutcome, NetInput, PreparedLeaf, StartedLeaf, answer_by_rules, children,
     expand_and_back_up, map_leaves,
 };
 use super::pick::{Collision, Pass, PassInput, collision_budget};
@@ -28,10 +30,9 @@ use super::{SearchError, SearchParams};
 /// batch sleeps before trying again (it is woken earlier when a batch is backed up).
 const COLLISION_WAIT: Duration = Duration::from_millis(2);
 
-/// What the threads share: the tree, the cache and the counters, all behind one mutex.
+/// What the threads share behind the tree's mutex: the tree and the counters.
 pub(super) struct TreeState<'a> {
     pub tree: &'a mut Tree,
-    pub cache: &'a mut NnCache,
     pub stats: SearchStats,
     /// The root's visits when the search began (kept from the previous search).
     pub kept_visits: u64,
@@ -121,6 +122,9 @@ pub(super) struct Context<'a> {
     pub root: &'a PositionHistory,
     /// The root moves to search (`searchmoves`; empty: all).
     pub root_moves: &'a [Move],
+    /// The NN cache, locked apart from the tree (see the module's docs); never taken while
+    /// the tree's lock is held.
+    pub cache: Mutex<&'a mut NnCache>,
     pub state: Mutex<TreeState<'a>>,
     /// Notified after every back-up, for threads waiting out a collision.
     pub backed_up: Condvar,
@@ -145,6 +149,16 @@ impl<'a> Context<'a> {
         // A thread that panicked holding the lock left counters, not broken links: the tree is
         // changed only by whole operations below, none of which can panic midway.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn cache(&self) -> MutexGuard<'_, &'a mut NnCache> {
+        // A panic while the cache was held leaves it consistent (each call is whole).
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The NN cache's fill, per mille (UCI `hashfull`).
+    pub fn cache_fill(&self) -> u32 {
+        self.cache().fill_per_mille()
     }
 
     /// The lock, with the time spent waiting for it counted.
@@ -238,17 +252,17 @@ impl<'a> Context<'a> {
         state.stats.profile.add_call(call_start, call_end);
         state.stats.profile.add(Phase::Leaves, leaves_time);
         let back_up_start = Instant::now();
+        let mut to_cache = Vec::new();
         let result = match evals {
             Ok(evals) => {
-                let TreeState {
-                    tree, cache, stats, ..
-                } = &mut *state;
+                let TreeState { tree, stats, .. } = &mut *state;
                 stats.batches += 1;
                 stats.evaluated += pending.len() as u64;
+                to_cache.reserve(pending.len());
                 for (leaf, eval) in pending.into_iter().zip(evals) {
                     expand_and_back_up(tree, &leaf.path, &eval);
                     stats.record_depth(leaf.path.len());
-                    cache.insert(leaf.input.key, eval);
+                    to_cache.push((leaf.input.key, eval));
                 }
                 Ok(())
             }
@@ -268,6 +282,12 @@ impl<'a> Context<'a> {
             .add(Phase::BackUp, back_up_start.elapsed());
         drop(state);
         self.backed_up.notify_all();
+        if !to_cache.is_empty() {
+            let mut cache = self.cache();
+            for (key, eval) in to_cache {
+                cache.insert(key, eval);
+            }
+        }
         result
     }
 
@@ -346,8 +366,12 @@ impl<'a> Context<'a> {
                 }
                 drop(state);
                 let start = Instant::now();
-                let format = self.backend.input_format();
-                let prepared = leaf::prepare(started, self.root, format, self.fill);
+                let input = LeafInput {
+                    format: self.backend.input_format(),
+                    fill: self.fill,
+                };
+                let cached = |key| self.cache().get(key).cloned();
+                let prepared = leaf::prepare(started, self.root, input, &cached);
                 let leaves_time = start.elapsed();
                 state = self.lock_counted();
                 state.stats.profile.add(Phase::Leaves, leaves_time);
@@ -419,22 +443,18 @@ impl<'a> Context<'a> {
 /// Backs up the prepared leaves known at once (proofs, the rules, the NN cache) and keeps the
 /// others for the backend; returns how many were answered.
 fn take_in(state: &mut TreeState, prepared: Vec<PreparedLeaf>, gathered: &mut Gathered) -> usize {
-    let TreeState {
-        tree, cache, stats, ..
-    } = state;
+    let TreeState { tree, stats, .. } = state;
     let mut answered = 0;
     for leaf in prepared {
         match leaf.outcome {
-            LeafOutcome::Evaluate(input) => match cache.get(input.key) {
-                Some(eval) => expand_and_back_up(tree, &leaf.path, eval),
-                None => {
-                    gathered.pending.push(PendingLeaf {
-                        path: leaf.path,
-                        input,
-                    });
-                    continue;
-                }
-            },
+            LeafOutcome::Evaluate(input) => {
+                gathered.pending.push(PendingLeaf {
+                    path: leaf.path,
+                    input,
+                });
+                continue;
+            }
+            LeafOutcome::Cached(eval) => expand_and_back_up(tree, &leaf.path, &eval),
             known => answer_by_rules(tree, &leaf.path, &known),
         }
         stats.record_depth(leaf.path.len());
