@@ -30,6 +30,16 @@ struct Counting {
     prepared: std::sync::Mutex<Vec<(usize, usize)>>,
 }
 
+/// The cpu backend with the bundled tiny net, counted.
+fn counting_cpu() -> Arc<Counting> {
+    Arc::new(Counting {
+        inner: cpu_backend(),
+        calls: AtomicUsize::new(0),
+        largest: AtomicUsize::new(0),
+        prepared: Default::default(),
+    })
+}
+
 impl Backend for Counting {
     fn name(&self) -> &str {
         self.inner.name()
@@ -110,12 +120,7 @@ fn mates_in_one_are_found_with_a_few_hundred_nodes() {
 
 #[test]
 fn leaves_are_batched_and_best_moves_are_legal() {
-    let counting = Arc::new(Counting {
-        inner: cpu_backend(),
-        calls: AtomicUsize::new(0),
-        largest: AtomicUsize::new(0),
-        prepared: Default::default(),
-    });
+    let counting = counting_cpu();
     let params = SearchParams {
         minibatch: 16,
         ..SearchParams::default()
@@ -535,12 +540,7 @@ fn multipv_and_searchmoves_shape_the_report() {
 
 #[test]
 fn warming_up_prepares_the_minibatch_for_every_thread_once() {
-    let counting = Arc::new(Counting {
-        inner: cpu_backend(),
-        calls: AtomicUsize::new(0),
-        largest: AtomicUsize::new(0),
-        prepared: Default::default(),
-    });
+    let counting = counting_cpu();
     let params = SearchParams {
         threads: 3,
         minibatch: 12,
@@ -572,12 +572,7 @@ fn a_position_searched_again_is_answered_from_the_nn_cache() {
     // the cache changes the tree as its evaluation did), so every leaf it starts was
     // evaluated by the first one and must be found in the NN cache, with no backend call.
     // (With larger batches the answers that come at once change the rest of a gathering.)
-    let counting = Arc::new(Counting {
-        inner: cpu_backend(),
-        calls: AtomicUsize::new(0),
-        largest: AtomicUsize::new(0),
-        prepared: Default::default(),
-    });
+    let counting = counting_cpu();
     let params = SearchParams {
         threads: 1,
         minibatch: 1,
