@@ -82,7 +82,8 @@ pub(super) struct PreparedLeaf {
 pub(super) fn prepare(
     leaves: Vec<StartedLeaf>,
     root: &PositionHistory,
-    input: LeafInput,
+    format: InputFormat,
+    fill: HistoryFill,
     cached: &CachedLookup<'_>,
 ) -> Vec<PreparedLeaf> {
     map_leaves(
@@ -91,7 +92,10 @@ pub(super) fn prepare(
         |replay, leaf| {
             let outcome = match leaf.proof {
                 Some(proof) => LeafOutcome::Proven(proof),
-                None => outcome(replay.to(&leaf.moves), leaf.moves.len(), input, cached),
+                None => {
+                    let history = replay.to(&leaf.moves);
+                    outcome(history, leaf.moves.len(), format, fill, cached)
+                }
             };
             PreparedLeaf {
                 path: leaf.path,
@@ -99,13 +103,6 @@ pub(super) fn prepare(
             }
         },
     )
-}
-
-/// How the leaves' positions become the network's input.
-#[derive(Clone, Copy)]
-pub(super) struct LeafInput {
-    pub format: InputFormat,
-    pub fill: HistoryFill,
 }
 
 /// The NN cache's entry for a key, if it holds one (called from the thread pool).
@@ -135,7 +132,8 @@ pub(super) fn map_leaves<T: Send, S, R: Send>(
 fn outcome(
     history: &PositionHistory,
     plies: usize,
-    input: LeafInput,
+    format: InputFormat,
+    fill: HistoryFill,
     cached: &CachedLookup<'_>,
 ) -> LeafOutcome {
     let entry = history.last();
@@ -151,7 +149,7 @@ fn outcome(
     if let Some(cycle) = two_fold_draw(history, plies) {
         return LeafOutcome::TwoFold(cycle);
     }
-    let encoded = encode_position(history, input.format, input.fill);
+    let encoded = encode_position(history, format, fill);
     let key = NnCache::key(&encoded.planes, entry.key);
     if let Some(eval) = cached(key) {
         return LeafOutcome::Cached(eval);

@@ -18,7 +18,7 @@ use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory};
 
 use super::cache::{CachedEval, NnCache};
 use super::leaf::{
-    self, LeafInput, LeafOutcome, NetInput, PreparedLeaf, StartedLeaf, answer_by_rules, children,
+    self, LeafOutcome, NetInput, PreparedLeaf, StartedLeaf, answer_by_rules, children,
     expand_and_back_up, map_leaves,
 };
 use super::pick::{Collision, Pass, PassInput, collision_budget};
@@ -366,12 +366,9 @@ impl<'a> Context<'a> {
                 }
                 drop(state);
                 let start = Instant::now();
-                let input = LeafInput {
-                    format: self.backend.input_format(),
-                    fill: self.fill,
-                };
+                let format = self.backend.input_format();
                 let cached = |key| self.cache().get(key).cloned();
-                let prepared = leaf::prepare(started, self.root, input, &cached);
+                let prepared = leaf::prepare(started, self.root, format, self.fill, &cached);
                 let leaves_time = start.elapsed();
                 state = self.lock_counted();
                 state.stats.profile.add(Phase::Leaves, leaves_time);
