@@ -90,8 +90,8 @@ pub fn upload_inputs(
 
 /// Writes the batch's masks (u64, the positions past the batch zero) and values (f32) into
 /// their little-endian bytes: as typed slices where the bytes are aligned for them (pinned
-/// staging memory is page-aligned; at batch 128 that is twice as fast as writing byte
-/// chunks), else byte by byte.
+/// staging memory is page-aligned; at batch 128 about 1.7× as fast as writing byte chunks),
+/// else byte by byte.
 fn fill_inputs(masks: &mut [u8], values: &mut [u8], batch: &[InputPlanes]) {
     let planes = || batch.iter().flatten();
     let typed = (
