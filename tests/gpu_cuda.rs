@@ -7,7 +7,7 @@ mod common;
 
 use common::gpu::{
     bundled, check_against_cpu, check_backend_against_cpu, check_concurrent_against_cpu,
-    check_first_passes_right_after_creation,
+    check_first_passes_right_after_creation, check_picked_against_cpu,
 };
 use common::tower::gpu_test_towers;
 use common::{conv_kernels, kernels};
@@ -40,6 +40,20 @@ fn attnbench_implementations_match_f64() {
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn layer_norm_kernel_matches_cpu() {
     kernels::check_layer_norm(&device());
+}
+
+/// A search's call (each position's legal moves' logits only, copied out of the pinned
+/// download buffer) against the cpu oracle, with and without graphs.
+#[test]
+#[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
+fn picked_policy_logits_match_cpu() {
+    let net = bundled("bundled:tiny");
+    check_picked_against_cpu(
+        "cuda-fp16",
+        &net,
+        &["", "graph=false,poison=true"],
+        &[1, 13, 40],
+    );
 }
 
 /// The whole cuda-fp16 backend against the cpu oracle on the bundled nets, both GEMM paths,

@@ -10,7 +10,7 @@ mod common;
 
 use common::gpu::{
     bundled, check_against_cpu, check_backend_against_cpu_on,
-    check_first_passes_right_after_creation,
+    check_first_passes_right_after_creation, check_picked_against_cpu,
 };
 use common::tower::gpu_test_towers;
 use common::{conv_kernels, kernels, matrix};
@@ -229,6 +229,18 @@ fn several_emulated_gpus_match_cpu() {
         "gpus=2,0,emulated_gpus=3,policy=rr,wave=32",
     ];
     check_backend_against_cpu_on("hip-emu", net, &bundled(net), &options, 13, &[13, 5]);
+}
+
+/// A search's call (each position's legal moves' logits only, copied out of the download
+/// buffer) against the cpu oracle, on one emulated GPU and split over three.
+#[test]
+fn picked_policy_logits_match_cpu() {
+    if emulated(64).is_none() {
+        return;
+    }
+    let net = "bundled:tiny";
+    let options = ["", "gpus=all,emulated_gpus=3,split_min=2"];
+    check_picked_against_cpu("hip-emu", &bundled(net), &options, &[13, 40]);
 }
 
 /// A GPU that does not exist, one named twice and an empty list are refused, naming what is

@@ -1,12 +1,13 @@
 //! `lc0rs backendbench`: lc0's backend benchmark, its procedure and its CSV output
 //! (docs/lc0-format.md §6). The position (default the start position, history fill
-//! `fen_only`) is repeated to fill each batch.
+//! `fen_only`) is repeated to fill each batch, and each call reads what a search reads: the
+//! position's Q, D, M and its legal moves' policy logits.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, BackendError};
+use crate::backend::{Backend, BackendError, PolicyPicks};
 use crate::chess::InputPlanes;
 
 /// lc0's CSV header.
@@ -134,10 +135,12 @@ pub struct BenchConfig {
     pub threads: usize,
 }
 
-/// Runs the benchmark, calling `report` with each size's statistics as it completes.
+/// Runs the benchmark on `position`, whose legal moves have the policy indices `legal`,
+/// calling `report` with each size's statistics as it completes.
 pub fn run(
     backend: &dyn Backend,
     position: &InputPlanes,
+    legal: &[usize],
     config: &BenchConfig,
     report: &mut dyn FnMut(&SizeStats),
 ) -> Result<(), BackendError> {
@@ -148,16 +151,25 @@ pub fn run(
         // in the timed calls.
         backend.prepare(config.max_batch_size, config.threads)?;
     }
+    let picks = |size| {
+        let mut picks = PolicyPicks::with_capacity(size, legal.len());
+        for _ in 0..size {
+            picks.push(legal.iter().copied());
+        }
+        picks
+    };
     let warm = vec![*position; config.max_batch_size];
+    let warm_picks = picks(config.max_batch_size);
     for _ in 0..config.threads {
         for _ in 0..2 {
-            backend.evaluate(&warm)?;
+            backend.evaluate_picked(&warm, &warm_picks)?;
         }
     }
     backend.reset_profile();
     let mut size = config.start_batch_size;
     while size <= config.max_batch_size {
         let inputs = vec![*position; size];
+        let picks = picks(size);
         let counter = AtomicUsize::new(0);
         let times = Mutex::new(Vec::new());
         let firsts = Mutex::new(Vec::new());
@@ -169,7 +181,7 @@ pub fn run(
                     let mut last = start;
                     let mut first = true;
                     while counter.fetch_add(1, Ordering::Relaxed) < config.batches {
-                        if let Err(e) = backend.evaluate(&inputs) {
+                        if let Err(e) = backend.evaluate_picked(&inputs, &picks) {
                             *error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                             return;
                         }

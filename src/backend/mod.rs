@@ -10,6 +10,7 @@ pub mod gpus;
 mod multi;
 mod options;
 pub mod oracle;
+mod picked;
 pub mod random;
 mod registry;
 
@@ -17,6 +18,7 @@ use shakmaty::Move;
 
 pub use multi::MultiGpu;
 pub use options::BackendOptions;
+pub use picked::{PickedOutput, PolicyPicks, softmax};
 pub use registry::{BACKEND_NAMES, best_backend_name, create_backend};
 
 use crate::board::POLICY_SIZE;
@@ -68,6 +70,12 @@ pub enum BackendError {
         backend: String,
         error: finite::NonFinite,
     },
+    #[error("backend {backend}: policy picks for {picks} positions given with a batch of {batch}")]
+    PicksMismatch {
+        backend: String,
+        picks: usize,
+        batch: usize,
+    },
     #[error(transparent)]
     Weights(#[from] WeightsError),
 }
@@ -80,6 +88,18 @@ impl BackendError {
                 backend: backend.to_owned(),
                 size,
                 max,
+            });
+        }
+        Ok(())
+    }
+
+    /// Policy picks refused unless there is one list for each position of the batch.
+    pub fn check_picks(backend: &str, batch: usize, picks: usize) -> Result<(), Self> {
+        if picks != batch {
+            return Err(Self::PicksMismatch {
+                backend: backend.to_owned(),
+                picks,
+                batch,
             });
         }
         Ok(())
@@ -145,6 +165,14 @@ impl BatchOutput {
         let (q, d) = (self.q[i], self.d[i]);
         [(1.0 - d + q) / 2.0, d, (1.0 - d - q) / 2.0]
     }
+
+    /// Appends another part of the same batch (the next positions).
+    pub fn extend(&mut self, part: Self) {
+        self.q.extend(part.q);
+        self.d.extend(part.d);
+        self.m.extend(part.m);
+        self.policy.extend(part.policy);
+    }
 }
 
 /// A neural-network evaluator.
@@ -156,6 +184,17 @@ pub trait Backend: Send + Sync {
     fn input_format(&self) -> InputFormat;
     /// Evaluates a batch of at most `attributes().max_batch` positions.
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError>;
+    /// Evaluates a batch reading only the policy logits `picks` names (one list a position):
+    /// what a search needs. The GPU backends copy just those out of their download buffer;
+    /// this default evaluates in full and picks.
+    fn evaluate_picked(
+        &self,
+        batch: &[InputPlanes],
+        picks: &PolicyPicks,
+    ) -> Result<PickedOutput, BackendError> {
+        BackendError::check_picks(self.name(), batch.len(), picks.len())?;
+        Ok(PickedOutput::from_full(self.evaluate(batch)?, picks))
+    }
     /// The profiled passes since creation (or the last reset), one report a GPU, if the
     /// backend was created with profiling on; none otherwise.
     fn profile_reports(&self) -> Vec<ProfileReport> {
@@ -191,19 +230,8 @@ pub fn legal_move_probabilities(
     legal: &[(Move, usize)],
     temperature: f32,
 ) -> Vec<f32> {
-    if legal.is_empty() {
-        return Vec::new();
-    }
-    let max = legal
-        .iter()
-        .map(|&(_, i)| logits[i])
-        .fold(f32::NEG_INFINITY, f32::max);
-    let exps: Vec<f32> = legal
-        .iter()
-        .map(|&(_, i)| ((logits[i] - max) / temperature).exp())
-        .collect();
-    let sum: f32 = exps.iter().sum();
-    exps.into_iter().map(|e| e / sum).collect()
+    let logits: Vec<f32> = legal.iter().map(|&(_, i)| logits[i]).collect();
+    softmax(&logits, temperature)
 }
 
 #[cfg(test)]

@@ -8,8 +8,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use std::ops::Range;
+
 use super::gpus::SharePolicy;
-use super::{Backend, BackendAttributes, BackendError, BatchOutput, ProfileReport};
+use super::{
+    Backend, BackendAttributes, BackendError, BatchOutput, PickedOutput, PolicyPicks, ProfileReport,
+};
 use crate::chess::InputPlanes;
 use crate::weights::format::InputFormat;
 
@@ -21,6 +25,9 @@ const BALANCE_STEP: (f64, f64) = (0.8, 1.25);
 /// No GPU's share of a split falls below this fraction of its even share, so that a GPU that
 /// was slow once (a first call's one-time work) is still timed again.
 const SMALLEST_SHARE: f64 = 0.05;
+
+/// One GPU's evaluation of some of a call's positions (rows of its batch).
+type Eval<'e, O> = dyn Fn(&dyn Backend, Range<usize>) -> Result<O, BackendError> + Sync + 'e;
 
 /// One GPU's backend and what it has done.
 struct Member {
@@ -104,23 +111,47 @@ impl MultiGpu {
         order
     }
 
-    /// Evaluates `batch` on member `member`, counting it in flight and in the GPU's usage.
-    fn run_on(
+    /// Runs `eval` of the batch's positions `rows` on member `member`, counting it in flight
+    /// and in the GPU's usage.
+    fn run_on<O>(
         &self,
         member: usize,
-        batch: &[InputPlanes],
-    ) -> Result<(BatchOutput, Duration), BackendError> {
+        rows: Range<usize>,
+        eval: &Eval<'_, O>,
+    ) -> Result<(O, Duration), BackendError> {
         let gpu = &self.members[member];
         gpu.in_flight.fetch_add(1, Ordering::Relaxed);
         let start = Instant::now();
-        let result = gpu.backend.evaluate(batch);
+        let positions = rows.len() as u64;
+        let result = eval(gpu.backend.as_ref(), rows);
         let took = start.elapsed();
         gpu.in_flight.fetch_sub(1, Ordering::Relaxed);
         let mut usage = gpu.usage.lock().unwrap_or_else(|e| e.into_inner());
         usage.calls += 1;
-        usage.positions += batch.len() as u64;
+        usage.positions += positions;
         usage.busy += took;
         result.map(|out| (out, took))
+    }
+
+    /// Shares a call over `n` positions among the GPUs by the policy: `eval` runs a part,
+    /// `join` appends a part's outputs to those before it.
+    fn share<O: Send>(
+        &self,
+        n: usize,
+        eval: &Eval<'_, O>,
+        join: fn(&mut O, O),
+    ) -> Result<O, BackendError> {
+        let whole = |member| self.run_on(member, 0..n, eval).map(|(out, _)| out);
+        match self.policy {
+            SharePolicy::RoundRobin => whole(self.by_load()[0]),
+            SharePolicy::Split { min_rows } => {
+                let parts = self.split(n, min_rows);
+                match parts.as_slice() {
+                    [one] => whole(one.member),
+                    _ => self.run_split(&parts, eval, join),
+                }
+            }
+        }
     }
 
     /// The parts of an `n`-position batch under `Split`: as many GPUs as parts of at least
@@ -149,17 +180,18 @@ impl MultiGpu {
     }
 
     /// Runs the parts at once (the first on this thread), joined in the batch's order.
-    fn run_split(
+    fn run_split<O: Send>(
         &self,
-        batch: &[InputPlanes],
         parts: &[Part],
-    ) -> Result<BatchOutput, BackendError> {
+        eval: &Eval<'_, O>,
+        join: fn(&mut O, O),
+    ) -> Result<O, BackendError> {
         let results: Vec<_> = std::thread::scope(|scope| {
             let others: Vec<_> = parts[1..]
                 .iter()
-                .map(|part| scope.spawn(|| self.run_on(part.member, &batch[part.rows.clone()])))
+                .map(|part| scope.spawn(|| self.run_on(part.member, part.rows.clone(), eval)))
                 .collect();
-            let first = self.run_on(parts[0].member, &batch[parts[0].rows.clone()]);
+            let first = self.run_on(parts[0].member, parts[0].rows.clone(), eval);
             std::iter::once(first)
                 .chain(others.into_iter().map(|handle| {
                     handle
@@ -168,18 +200,18 @@ impl MultiGpu {
                 }))
                 .collect()
         });
-        let mut out = BatchOutput::default();
+        let mut joined: Option<O> = None;
         let mut times = Vec::with_capacity(parts.len());
         for result in results {
             let (part, took) = result?;
-            out.q.extend(part.q);
-            out.d.extend(part.d);
-            out.m.extend(part.m);
-            out.policy.extend(part.policy);
+            match &mut joined {
+                None => joined = Some(part),
+                Some(out) => join(out, part),
+            }
             times.push(took);
         }
         self.balance(parts, &times);
-        Ok(out)
+        Ok(joined.expect("a split has two parts or more"))
     }
 
     /// Moves the weights of a split's GPUs toward equal finishing times.
@@ -271,16 +303,28 @@ impl Backend for MultiGpu {
         if batch.is_empty() {
             return Ok(BatchOutput::default());
         }
-        match self.policy {
-            SharePolicy::RoundRobin => self.run_on(self.by_load()[0], batch).map(|(out, _)| out),
-            SharePolicy::Split { min_rows } => {
-                let parts = self.split(batch.len(), min_rows);
-                match parts.as_slice() {
-                    [one] => self.run_on(one.member, batch).map(|(out, _)| out),
-                    _ => self.run_split(batch, &parts),
-                }
-            }
+        let eval = |backend: &dyn Backend, rows: Range<usize>| backend.evaluate(&batch[rows]);
+        self.share(batch.len(), &eval, BatchOutput::extend)
+    }
+
+    fn evaluate_picked(
+        &self,
+        batch: &[InputPlanes],
+        picks: &PolicyPicks,
+    ) -> Result<PickedOutput, BackendError> {
+        BackendError::check_batch_size(&self.name, batch.len(), self.max_batch)?;
+        BackendError::check_picks(&self.name, batch.len(), picks.len())?;
+        if batch.is_empty() {
+            return Ok(PickedOutput::default());
         }
+        let eval = |backend: &dyn Backend, rows: Range<usize>| {
+            if rows.len() == batch.len() {
+                backend.evaluate_picked(batch, picks)
+            } else {
+                backend.evaluate_picked(&batch[rows.clone()], &picks.rows(rows))
+            }
+        };
+        self.share(batch.len(), &eval, PickedOutput::extend)
     }
 
     fn profile_reports(&self) -> Vec<ProfileReport> {

@@ -150,6 +150,41 @@ fn a_split_batch_comes_back_in_order_with_every_gpu_used() {
 }
 
 #[test]
+fn picked_logits_of_a_split_batch_come_back_with_their_positions() {
+    for policy in [SPLIT, SharePolicy::RoundRobin] {
+        let rig = rig(&[0, 3, 5], &[0, 0, 0], policy);
+        for n in [1, 7, 24, 100] {
+            // Position i picks i % 5 logits, so that a part's picks out of place show in
+            // their number.
+            let mut picks = PolicyPicks::default();
+            for i in 0..n {
+                picks.push((0..i % 5).map(|k| 100 * k));
+            }
+            let out = rig.backend.evaluate_picked(&batch(n), &picks).unwrap();
+            let expected: Vec<f32> = (0..n).map(|i| i as f32).collect();
+            assert_eq!(out.q, expected, "batch {n}");
+            for i in 0..n {
+                let logits = out.logits_of(i);
+                assert_eq!(logits.len(), i % 5, "batch {n}, position {i}");
+                // Every logit of a stand-in is its GPU's ordinal: one of the rig's.
+                assert!(logits.iter().all(|&l| [0.0, 3.0, 5.0].contains(&l)));
+            }
+        }
+        let mismatch = rig
+            .backend
+            .evaluate_picked(&batch(3), &PolicyPicks::default());
+        assert!(matches!(
+            mismatch,
+            Err(BackendError::PicksMismatch {
+                picks: 0,
+                batch: 3,
+                ..
+            })
+        ));
+    }
+}
+
+#[test]
 fn a_small_batch_runs_whole_on_one_gpu_the_gpus_taking_turns() {
     let rig = rig(&[0, 1], &[0, 0], SPLIT);
     for _ in 0..4 {

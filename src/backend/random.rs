@@ -10,7 +10,10 @@
 
 use std::time::Duration;
 
-use super::{Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput};
+use super::{
+    Backend, BackendAttributes, BackendError, BackendOptions, BatchOutput, PickedOutput,
+    PolicyPicks,
+};
 use crate::board::POLICY_SIZE;
 use crate::chess::InputPlanes;
 use crate::weights::Model;
@@ -60,26 +63,32 @@ impl RandomBackend {
         })
     }
 
-    fn push_outputs(&self, planes: &InputPlanes, out: &mut BatchOutput) {
+    /// A position's Q and D, and the hash its logits are drawn from.
+    fn values(&self, planes: &InputPlanes) -> (f32, f32, u64) {
         if self.uniform {
-            out.q.push(0.0);
-            out.d.push(0.0);
-            out.m.push(0.0);
-            out.policy.extend(std::iter::repeat_n(1.0, POLICY_SIZE));
-            return;
+            return (0.0, 0.0, 0);
         }
         let hash = self.position_hash(planes);
         let q = ((hash % 200_000) as f32 - 100_000.0) / 100_000.0;
         let d = (1.0 - q.abs()) * (mix(hash ^ 0x4d2) % 10_000) as f32 / 10_000.0;
-        out.q.push(q);
-        out.d.push(d);
-        out.m.push(0.0);
-        // One multiply a logit (not a full mix): the call stays cheap next to the search it
-        // stands in for, as lc0's, which draws only the legal moves' logits.
-        out.policy.extend((0..POLICY_SIZE as u64).map(|index| {
-            let x = (hash ^ index).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            ((x >> 40) % 10_000) as f32 * (POLICY_SPREAD / 10_000.0)
-        }));
+        (q, d, hash)
+    }
+
+    /// The logit at policy index `index` of the position whose hash is `hash`. One multiply
+    /// a logit (not a full mix): the call stays cheap next to the search it stands in for.
+    fn logit(&self, hash: u64, index: usize) -> f32 {
+        if self.uniform {
+            return 1.0;
+        }
+        let x = (hash ^ index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        ((x >> 40) % 10_000) as f32 * (POLICY_SPREAD / 10_000.0)
+    }
+
+    /// Sleeps the `delay` a call is given.
+    fn wait(&self) {
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
     }
 }
 
@@ -115,19 +124,51 @@ impl Backend for RandomBackend {
 
     fn evaluate(&self, batch: &[InputPlanes]) -> Result<BatchOutput, BackendError> {
         BackendError::check_batch_size(NAME, batch.len(), self.max_batch)?;
-        if !self.delay.is_zero() {
-            std::thread::sleep(self.delay);
-        }
+        self.wait();
         let mut out = BatchOutput {
             q: Vec::with_capacity(batch.len()),
             d: Vec::with_capacity(batch.len()),
-            m: Vec::with_capacity(batch.len()),
+            m: vec![0.0; batch.len()],
             policy: Vec::with_capacity(batch.len() * POLICY_SIZE),
         };
         for planes in batch {
-            self.push_outputs(planes, &mut out);
+            let (q, d, hash) = self.values(planes);
+            out.q.push(q);
+            out.d.push(d);
+            out.policy
+                .extend((0..POLICY_SIZE).map(|index| self.logit(hash, index)));
         }
         Ok(out)
+    }
+
+    /// Draws only the picked logits, as lc0's draws only the legal moves' (a search with this
+    /// backend then pays for nothing it does not read).
+    fn evaluate_picked(
+        &self,
+        batch: &[InputPlanes],
+        picks: &PolicyPicks,
+    ) -> Result<PickedOutput, BackendError> {
+        BackendError::check_batch_size(NAME, batch.len(), self.max_batch)?;
+        BackendError::check_picks(NAME, batch.len(), picks.len())?;
+        self.wait();
+        let mut logits = Vec::with_capacity(picks.total());
+        let (mut q, mut d) = (
+            Vec::with_capacity(batch.len()),
+            Vec::with_capacity(batch.len()),
+        );
+        for (i, planes) in batch.iter().enumerate() {
+            let (value, draw, hash) = self.values(planes);
+            q.push(value);
+            d.push(draw);
+            logits.extend(
+                picks
+                    .of(i)
+                    .iter()
+                    .map(|&index| self.logit(hash, index.into())),
+            );
+        }
+        let m = vec![0.0; batch.len()];
+        Ok(PickedOutput::new(q, d, m, logits, picks))
     }
 }
 
@@ -173,6 +214,41 @@ mod tests {
         }
         let other_seed = backend("seed=7").evaluate(&[a]).unwrap();
         assert_ne!(other_seed.q[0], out.q[0]);
+    }
+
+    #[test]
+    fn picked_logits_are_those_of_the_full_policy() {
+        let mut picks = PolicyPicks::default();
+        picks.push([1857, 0, 400]);
+        picks.push([]);
+        picks.push([7, 7]);
+        let batch = [
+            planes("startpos"),
+            planes("startpos moves e2e4"),
+            planes("startpos moves d2d4"),
+        ];
+        for options in ["", "uniform=true", "seed=3"] {
+            let b = backend(options);
+            let full = b.evaluate(&batch).unwrap();
+            let picked = b.evaluate_picked(&batch, &picks).unwrap();
+            assert_eq!(
+                (&picked.q, &picked.d, &picked.m),
+                (&full.q, &full.d, &full.m)
+            );
+            for i in 0..batch.len() {
+                let want: Vec<f32> = picks
+                    .of(i)
+                    .iter()
+                    .map(|&j| full.policy_of(i)[usize::from(j)])
+                    .collect();
+                assert_eq!(picked.logits_of(i), want, "{options}: position {i}");
+            }
+        }
+        assert!(
+            backend("")
+                .evaluate_picked(&batch, &PolicyPicks::default())
+                .is_err()
+        );
     }
 
     #[test]

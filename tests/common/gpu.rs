@@ -1,8 +1,12 @@
 //! Helpers the GPU test files share: a GPU backend against the cpu oracle, and the f64
 //! LayerNorm the kernel tests compare with.
 
-use lc0rs::backend::oracle::{compare, encode_all, evaluate_in_batches, random_histories};
-use lc0rs::backend::{BatchOutput, create_backend};
+use lc0rs::backend::oracle::{
+    MAX_D_ERROR, MAX_PROBABILITY_ERROR, MAX_Q_ERROR, compare, encode_all, evaluate_in_batches,
+    random_histories,
+};
+use lc0rs::backend::{BatchOutput, PolicyPicks, create_backend, legal_move_probabilities, softmax};
+use lc0rs::chess::policy_index::entry_moves_with_indices;
 use lc0rs::netsource::NetSource;
 use lc0rs::weights::format::Activation;
 use lc0rs::weights::{LoadOptions, Model, Network};
@@ -54,6 +58,59 @@ pub fn check_backend_against_cpu_on<N: Clone + Into<Model>>(
                     e.passed(),
                     "{label} {options} batch {batch} run {run}: {e:?}"
                 );
+            }
+        }
+    }
+}
+
+/// `backend`'s picked logits (each position's legal moves, as a search asks) against the cpu
+/// oracle's full outputs, with each of `option_sets`, on 40 random positions in batches of
+/// `batches`: as many logits as legal moves, their probabilities, Q and D within the selftest
+/// limits.
+pub fn check_picked_against_cpu<N: Clone + Into<Model>>(
+    backend: &str,
+    network: &N,
+    option_sets: &[&str],
+    batches: &[usize],
+) {
+    let oracle = create_backend("cpu", network.clone(), "").unwrap();
+    let histories = random_histories(40, 17);
+    let encoded = encode_all(&histories, oracle.as_ref());
+    let want = evaluate_in_batches(oracle.as_ref(), &encoded, 64).unwrap();
+    let legal: Vec<_> = histories
+        .iter()
+        .zip(&encoded)
+        .map(|(history, enc)| entry_moves_with_indices(history.last(), enc.transform))
+        .collect();
+    for options in option_sets {
+        let gpu = create_backend(backend, network.clone(), options)
+            .unwrap_or_else(|e| panic!("{backend} with {options:?}: {e}"));
+        for &batch in batches {
+            for (chunk, start) in encoded.chunks(batch).zip((0..).step_by(batch)) {
+                let mut picks = PolicyPicks::default();
+                for moves in &legal[start..start + chunk.len()] {
+                    picks.push(moves.iter().map(|&(_, index)| index));
+                }
+                let planes: Vec<_> = chunk.iter().map(|e| e.planes).collect();
+                let got = gpu.evaluate_picked(&planes, &picks).unwrap();
+                for (k, i) in (start..start + chunk.len()).enumerate() {
+                    let label = format!("{options:?} batch {batch} position {i}");
+                    assert_eq!(got.logits_of(k).len(), legal[i].len(), "{label}");
+                    let p_got = softmax(got.logits_of(k), 1.0);
+                    let p_want = legal_move_probabilities(want.policy_of(i), &legal[i], 1.0);
+                    for (x, y) in p_got.iter().zip(&p_want) {
+                        let error = f64::from((x - y).abs());
+                        assert!(error <= MAX_PROBABILITY_ERROR, "{label}: {x} against {y}");
+                    }
+                    assert!(
+                        f64::from((got.q[k] - want.q[i]).abs()) <= MAX_Q_ERROR,
+                        "{label}"
+                    );
+                    assert!(
+                        f64::from((got.d[k] - want.d[i]).abs()) <= MAX_D_ERROR,
+                        "{label}"
+                    );
+                }
             }
         }
     }

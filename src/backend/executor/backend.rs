@@ -12,12 +12,14 @@ use super::io::{IoBuffers, upload_inputs};
 use super::lanes::{LanePool, Taken};
 use super::marks::{Marker, OpEvents};
 use super::ops::Ops;
-use super::outputs::OutputReader;
+use super::outputs::{AllLogits, OutputReader, PickedLogits, PolicySink};
 use super::pass::NetworkPass;
 use super::plan::{Capabilities, PassPlan};
 use super::trace::attribute_trace;
-use crate::backend::finite::check_outputs;
-use crate::backend::{Backend, BackendAttributes, BackendError, BatchOutput, ProfileReport};
+use crate::backend::finite::{NonFinite, check_outputs};
+use crate::backend::{
+    Backend, BackendAttributes, BackendError, BatchOutput, PickedOutput, PolicyPicks, ProfileReport,
+};
 use crate::chess::InputPlanes;
 use crate::gpu::{GemmPath, GpuBuffer, GpuDevice, GpuError, GpuGraph, GpuResult};
 use crate::profile::{OpTiming, PassProfile, PassTiming};
@@ -179,6 +181,13 @@ impl<P: NetworkPass> GpuBackend<P> {
         }
     }
 
+    fn non_finite(&self, error: NonFinite) -> BackendError {
+        BackendError::NonFinite {
+            backend: self.name.clone(),
+            error,
+        }
+    }
+
     /// Every lane made so far, one after another (waiting for any in use).
     fn each_lane(&self, mut visit: impl FnMut(&mut Lane<P>)) {
         for lane in self.pool.lanes() {
@@ -237,15 +246,17 @@ impl<P: NetworkPass> GpuBackend<P> {
     }
 
     /// The outputs of a pass, and whether they are all finite (see [`Self::outputs`]).
-    fn run(&self, batch: &[InputPlanes]) -> GpuResult<(BatchOutput, bool)> {
-        self.with_lane(|lane| self.run_on(lane, batch))
+    /// Runs a pass over `batch` on a free lane, its policy logits kept by `policy`.
+    fn run<S: PolicySink>(&self, batch: &[InputPlanes], policy: S) -> GpuResult<(S::Output, bool)> {
+        self.with_lane(|lane| self.run_on(lane, batch, policy))
     }
 
-    fn run_on(
+    fn run_on<S: PolicySink>(
         &self,
         lane: &mut Lane<P>,
         positions: &[InputPlanes],
-    ) -> GpuResult<(BatchOutput, bool)> {
+        policy: S,
+    ) -> GpuResult<(S::Output, bool)> {
         let batch = positions.len();
         // Profiled passes time the size asked for; others run at its padded size.
         let size = if self.options.profile {
@@ -260,7 +271,7 @@ impl<P: NetworkPass> GpuBackend<P> {
         } else {
             self.pass_at(lane, size)?;
         }
-        self.outputs(lane, batch, size)
+        self.outputs(lane, batch, size, policy)
     }
 
     /// Enqueues the pass of `size` positions on `lane`: its graph where captured, else an
@@ -468,9 +479,15 @@ impl<P: NetworkPass> GpuBackend<P> {
     /// flag says whether all are finite. The one copy is enqueued right behind the pass, so
     /// waiting for it is waiting for the pass, with no second round trip between the pass's
     /// end and the copy's start; each piece is taken apart as it lands.
-    fn outputs(&self, lane: &Lane<P>, batch: usize, size: usize) -> GpuResult<(BatchOutput, bool)> {
+    fn outputs<S: PolicySink>(
+        &self,
+        lane: &Lane<P>,
+        batch: usize,
+        size: usize,
+        policy: S,
+    ) -> GpuResult<(S::Output, bool)> {
         let _span = tracing::trace_span!("wait for the pass and its outputs", batch).entered();
-        let mut reader = OutputReader::new(batch, size);
+        let mut reader = OutputReader::new(batch, size, policy);
         let device = lane.device.as_ref();
         lane.io
             .outputs
@@ -581,13 +598,31 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
         if batch.is_empty() {
             return Ok(BatchOutput::default());
         }
-        let (out, finite) = self.run(batch).map_err(|error| self.gpu_error(error))?;
+        let (out, finite) = self
+            .run(batch, AllLogits::new(batch.len()))
+            .map_err(|error| self.gpu_error(error))?;
         if !finite {
             // Only now is it worth finding which output and position.
-            check_outputs(&out).map_err(|error| BackendError::NonFinite {
-                backend: self.name.clone(),
-                error,
-            })?;
+            check_outputs(&out).map_err(|error| self.non_finite(error))?;
+        }
+        Ok(out)
+    }
+
+    fn evaluate_picked(
+        &self,
+        batch: &[InputPlanes],
+        picks: &PolicyPicks,
+    ) -> Result<PickedOutput, BackendError> {
+        BackendError::check_batch_size(&self.name, batch.len(), self.options.max_batch)?;
+        BackendError::check_picks(&self.name, batch.len(), picks.len())?;
+        if batch.is_empty() {
+            return Ok(PickedOutput::default());
+        }
+        let (out, finite) = self
+            .run(batch, PickedLogits::new(picks))
+            .map_err(|error| self.gpu_error(error))?;
+        if !finite {
+            out.check_finite().map_err(|error| self.non_finite(error))?;
         }
         Ok(out)
     }

@@ -1,39 +1,124 @@
 //! A pass's outputs read back from the device: one copy of the Q, D, M and the policy logits
 //! (laid out by [`IoBuffers`](super::io::IoBuffers)), taken apart piece by piece as it lands,
-//! with the finite check folded into the copy.
+//! with the finite check folded into the copy. The policy is read whole, or only the logits a
+//! caller picked, straight out of the pinned piece.
 
 use std::mem::size_of;
 use std::ops::Range;
 
-use crate::backend::BatchOutput;
 use crate::backend::finite::{extend_finite, first_non_finite};
+use crate::backend::{BatchOutput, PickedOutput, PolicyPicks};
 
 use super::io::{FINISHED_BYTES, POLICY_BYTES};
 
+/// What is kept of a batch's policy logits as they land, and the outputs made with them.
+pub trait PolicySink {
+    type Output;
+    /// Takes the policy's bytes at offsets `landed` from its start; says whether the values
+    /// it kept are all finite.
+    fn take(&mut self, landed: Range<usize>, bytes: &[u8]) -> bool;
+    /// The batch's outputs from its Q, D, M and what was kept; says whether the values kept
+    /// last are all finite.
+    fn finish(self, q: Vec<f32>, d: Vec<f32>, m: Vec<f32>) -> (Self::Output, bool);
+}
+
+/// Every logit of the batch.
+pub struct AllLogits(Vec<f32>);
+
+impl AllLogits {
+    pub fn new(batch: usize) -> Self {
+        // Filled once, from where it lands (no zero-filled vector first: at batch 1024 that
+        // is 7.6 MB written twice).
+        Self(Vec::with_capacity(batch * POLICY_BYTES / size_of::<f32>()))
+    }
+}
+
+impl PolicySink for AllLogits {
+    type Output = BatchOutput;
+
+    fn take(&mut self, _landed: Range<usize>, bytes: &[u8]) -> bool {
+        extend_f32(&mut self.0, bytes)
+    }
+
+    fn finish(self, q: Vec<f32>, d: Vec<f32>, m: Vec<f32>) -> (BatchOutput, bool) {
+        (
+            BatchOutput {
+                q,
+                d,
+                m,
+                policy: self.0,
+            },
+            true,
+        )
+    }
+}
+
+/// The logits a caller picked, in the picks' order, copied straight out of each piece (NaN
+/// until they land, so that one never read is caught as non-finite).
+pub struct PickedLogits<'p> {
+    picks: &'p PolicyPicks,
+    logits: Vec<f32>,
+}
+
+impl<'p> PickedLogits<'p> {
+    pub fn new(picks: &'p PolicyPicks) -> Self {
+        Self {
+            picks,
+            logits: vec![f32::NAN; picks.total()],
+        }
+    }
+}
+
+impl PolicySink for PickedLogits<'_> {
+    type Output = PickedOutput;
+
+    fn take(&mut self, landed: Range<usize>, bytes: &[u8]) -> bool {
+        if landed.is_empty() {
+            return true;
+        }
+        let first = landed.start / POLICY_BYTES;
+        let last = (landed.end - 1) / POLICY_BYTES;
+        for position in first..=last {
+            let slots = &mut self.logits[self.picks.range(position)];
+            for (slot, &index) in slots.iter_mut().zip(self.picks.of(position)) {
+                let at = position * POLICY_BYTES + usize::from(index) * size_of::<f32>();
+                if landed.contains(&at) {
+                    let from = at - landed.start;
+                    *slot = bytemuck::pod_read_unaligned(&bytes[from..from + size_of::<f32>()]);
+                }
+            }
+        }
+        true
+    }
+
+    fn finish(self, q: Vec<f32>, d: Vec<f32>, m: Vec<f32>) -> (PickedOutput, bool) {
+        let finite = first_non_finite(&self.logits).is_none();
+        (PickedOutput::new(q, d, m, self.logits, self.picks), finite)
+    }
+}
+
 /// Takes apart the bytes of the outputs of a pass over `size` positions for a batch of the
 /// first `batch` of them, in the order they land: the Q, D, M of all `size` (the batch's are
-/// kept), then the batch's policy logits.
-pub struct OutputReader {
+/// kept), then the batch's policy logits, given to `policy`.
+pub struct OutputReader<S> {
     batch: usize,
     size: usize,
     /// Bytes taken so far.
     taken: usize,
     finished: Vec<f32>,
-    policy: Vec<f32>,
+    policy: S,
     finite: bool,
 }
 
-impl OutputReader {
-    pub fn new(batch: usize, size: usize) -> Self {
+impl<S: PolicySink> OutputReader<S> {
+    pub fn new(batch: usize, size: usize, policy: S) -> Self {
         debug_assert!(batch <= size, "a batch of {batch} in a pass of {size}");
         Self {
             batch,
             size,
             taken: 0,
             finished: Vec::with_capacity(batch * 3),
-            // Filled once, from where it lands (no zero-filled vector first: at batch 1024
-            // that is 7.6 MB written twice).
-            policy: Vec::with_capacity(batch * POLICY_BYTES / size_of::<f32>()),
+            policy,
             finite: true,
         }
     }
@@ -51,12 +136,15 @@ impl OutputReader {
         let policy_start = self.size * FINISHED_BYTES;
         let kept = within(&here, 0..self.batch * FINISHED_BYTES);
         self.finite &= extend_f32(&mut self.finished, &piece[kept]);
-        let policy = within(&here, policy_start..self.bytes());
-        self.finite &= extend_f32(&mut self.policy, &piece[policy]);
+        let in_piece = within(&here, policy_start..self.bytes());
+        // As offsets from the policy's start (an empty piece of it before the policy: 0..0).
+        let start = (here.start + in_piece.start).saturating_sub(policy_start);
+        let landed = start..start + in_piece.len();
+        self.finite &= self.policy.take(landed, &piece[in_piece]);
     }
 
     /// The batch's outputs, and whether they are all finite.
-    pub fn finish(self) -> (BatchOutput, bool) {
+    pub fn finish(self) -> (S::Output, bool) {
         debug_assert_eq!(self.taken, self.bytes(), "outputs read in part");
         let column = |skip| {
             self.finished
@@ -66,13 +154,8 @@ impl OutputReader {
                 .copied()
                 .collect()
         };
-        let out = BatchOutput {
-            q: column(0),
-            d: column(1),
-            m: column(2),
-            policy: self.policy,
-        };
-        (out, self.finite)
+        let (out, finite) = self.policy.finish(column(0), column(1), column(2));
+        (out, self.finite && finite)
     }
 }
 
@@ -140,7 +223,17 @@ mod tests {
     }
 
     fn read(batch: usize, size: usize, bytes: &[u8], piece: usize) -> (BatchOutput, bool) {
-        let mut reader = OutputReader::new(batch, size);
+        read_with(AllLogits::new(batch), batch, size, bytes, piece)
+    }
+
+    fn read_with<S: PolicySink>(
+        sink: S,
+        batch: usize,
+        size: usize,
+        bytes: &[u8],
+        piece: usize,
+    ) -> (S::Output, bool) {
+        let mut reader = OutputReader::new(batch, size, sink);
         let wanted = reader.bytes();
         for chunk in bytes[..wanted].chunks(piece) {
             reader.take(chunk);
@@ -169,6 +262,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn picked_logits_are_read_in_pieces_of_any_size() {
+        let (batch, size) = (3, 5);
+        let bytes = device_outputs(size, f32::NAN);
+        let mut picks = PolicyPicks::default();
+        picks.push([1857, 0, 700]);
+        picks.push([]);
+        picks.push([5, 5, 1000, 1]);
+        for piece in [4, 8, 12, 40, 7428, 7432, 1 << 20] {
+            let (out, finite) = read_with(PickedLogits::new(&picks), batch, size, &bytes, piece);
+            assert!(finite, "piece {piece}");
+            assert_eq!(out.q, [0.0, 1000.0, 2000.0], "piece {piece}");
+            assert_eq!(out.m, [2.0, 1002.0, 2002.0], "piece {piece}");
+            for p in 0..batch {
+                let want: Vec<f32> = picks
+                    .of(p)
+                    .iter()
+                    .map(|&j| p as f32 + f32::from(j) / 4096.0)
+                    .collect();
+                assert_eq!(out.logits_of(p), want, "piece {piece}, position {p}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_non_finite_picked_logit_is_reported_and_an_unpicked_one_ignored() {
+        let size = 2;
+        let mut bytes = device_outputs(size, 0.5);
+        // Position 1's logit 9 (not picked) and logit 3 (picked once the second time).
+        let at = |j: usize| bytes.len() - (POLICY_SIZE - j) * 4;
+        let (unpicked, picked) = (at(9), at(3));
+        bytes[unpicked..unpicked + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+        bytes[picked..picked + 4].copy_from_slice(&f32::INFINITY.to_le_bytes());
+        let mut picks = PolicyPicks::default();
+        picks.push([3]);
+        picks.push([4, 2]);
+        let (_, finite) = read_with(PickedLogits::new(&picks), size, size, &bytes, 64);
+        assert!(finite);
+        let mut picks = PolicyPicks::default();
+        picks.push([3]);
+        picks.push([4, 3]);
+        let (out, finite) = read_with(PickedLogits::new(&picks), size, size, &bytes, 64);
+        assert!(!finite);
+        assert_eq!(out.logits_of(1)[1], f32::INFINITY);
     }
 
     #[test]

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use lc0rs::backend::Backend;
 use lc0rs::backend::bench::{self, BenchConfig};
-use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
+use lc0rs::chess::policy_index::entry_moves_with_indices;
+use lc0rs::chess::{HistoryFill, PositionHistory, encode_position};
 
 use super::profile_report::report_profile;
 use super::{CommandError, NetChoice, require};
@@ -67,20 +68,30 @@ pub fn backendbench(
     let history = position(fen)?;
     let profile_option = if outputs.wanted() { "profile=true" } else { "" };
     let backend = create_backend(net, profile_option, config)?;
-    let planes = planes_for(&history, backend.as_ref());
+    let encoded = encode_position(&history, backend.input_format(), HistoryFill::FenOnly);
+    let legal: Vec<usize> = entry_moves_with_indices(history.last(), encoded.transform)
+        .into_iter()
+        .map(|(_, index)| index)
+        .collect();
     eprintln!(
         "backendbench: {} on {}",
         backend.name(),
         net.weights.as_deref().unwrap_or("bundled:tiny")
     );
     let mut printed = 0usize;
-    bench::run(backend.as_ref(), &planes, config, &mut |stats| {
-        if header_due(printed, header_only_once) {
-            println!("{}", bench::HEADER);
-        }
-        println!("{}", stats.row());
-        printed += 1;
-    })?;
+    bench::run(
+        backend.as_ref(),
+        &encoded.planes,
+        &legal,
+        config,
+        &mut |stats| {
+            if header_due(printed, header_only_once) {
+                println!("{}", bench::HEADER);
+            }
+            println!("{}", stats.row());
+            printed += 1;
+        },
+    )?;
     if let Some(memory) = backend.memory_report() {
         eprintln!("{memory}");
     }
@@ -116,10 +127,6 @@ pub(super) fn position(fen: Option<&str>) -> Result<PositionHistory, CommandErro
         None => PositionHistory::startpos(),
         Some(fen) => PositionHistory::from_fen(fen)?,
     })
-}
-
-fn planes_for(history: &PositionHistory, backend: &dyn Backend) -> InputPlanes {
-    encode_position(history, backend.input_format(), HistoryFill::FenOnly).planes
 }
 
 /// The backend with `extra` options appended to `-o`, checked to take the largest batch.

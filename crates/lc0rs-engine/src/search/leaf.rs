@@ -9,7 +9,7 @@
 use rayon::prelude::*;
 use shakmaty::Move;
 
-use lc0rs::backend::legal_move_probabilities;
+use lc0rs::backend::softmax;
 use lc0rs::chess::policy_index::moves_with_indices;
 use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
 use lc0rs::weights::format::InputFormat;
@@ -206,14 +206,15 @@ impl Replay {
     }
 }
 
-/// A leaf's children as the tree stores them: the legal moves with their priors (the policy's
-/// softmax over them at `temperature`), most likely first.
+/// A leaf's children as the tree stores them: the legal moves with their priors (the softmax
+/// at `temperature` of their logits, `logits[i]` the logit of `legal[i]`), most likely first.
 pub(super) fn children(
     logits: &[f32],
     legal: &[(Move, usize)],
     temperature: f32,
 ) -> Vec<(Move, f32)> {
-    let priors = legal_move_probabilities(logits, legal, temperature);
+    debug_assert_eq!(logits.len(), legal.len(), "a logit for each legal move");
+    let priors = softmax(logits, temperature);
     let mut children: Vec<(Move, f32)> = legal
         .iter()
         .zip(priors)
@@ -328,10 +329,10 @@ mod tests {
             .legal_moves()
             .into_iter()
             .take(3)
-            .enumerate()
-            .map(|(i, m)| (m, i))
+            .zip([1500, 7, 300])
             .collect();
-        // Logits 0, ln 3, ln 2 at the policy indices 0, 1, 2: priors 1/6, 3/6, 2/6.
+        // The moves' logits in their order (their policy indices play no part): 0, ln 3, ln 2,
+        // so priors 1/6, 3/6, 2/6.
         let logits = [0.0, 3f32.ln(), 2f32.ln()];
         let got = children(&logits, &legal, 1.0);
         let expected = [

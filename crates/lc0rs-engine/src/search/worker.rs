@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use shakmaty::Move;
 
-use lc0rs::backend::{Backend, BatchOutput};
+use lc0rs::backend::{Backend, PickedOutput, PolicyPicks};
 use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory};
 
 use super::cache::{CachedEval, NnCache};
@@ -29,6 +29,9 @@ use super::{SearchError, SearchParams};
 /// How long a thread whose gathering found only leaves already waiting for another thread's
 /// batch sleeps before trying again (it is woken earlier when a batch is backed up).
 const COLLISION_WAIT: Duration = Duration::from_millis(2);
+
+/// Room for each leaf's legal moves in a call's policy picks (about a middlegame's number).
+const MOVES_PER_POSITION: usize = 40;
 
 /// What the threads share behind the tree's mutex: the tree and the counters.
 pub(super) struct TreeState<'a> {
@@ -241,9 +244,13 @@ impl<'a> Context<'a> {
     /// search.
     fn evaluate(&self, pending: Vec<PendingLeaf>) -> Result<(), SearchError> {
         let planes: Vec<InputPlanes> = pending.iter().map(|p| p.input.planes).collect();
+        let mut picks = PolicyPicks::with_capacity(pending.len(), MOVES_PER_POSITION);
+        for leaf in &pending {
+            picks.push(leaf.input.legal.iter().map(|&(_, index)| index));
+        }
         self.in_backend.fetch_add(1, Ordering::AcqRel);
         let call_start = Instant::now();
-        let output = self.backend.evaluate(&planes);
+        let output = self.backend.evaluate_picked(&planes, &picks);
         let call_end = Instant::now();
         self.in_backend.fetch_sub(1, Ordering::AcqRel);
         let evals = output.map(|out| self.evaluations(&out, &pending));
@@ -292,7 +299,7 @@ impl<'a> Context<'a> {
     }
 
     /// Each leaf's evaluation from the backend's output: its value and its children.
-    fn evaluations(&self, output: &BatchOutput, pending: &[PendingLeaf]) -> Vec<CachedEval> {
+    fn evaluations(&self, output: &PickedOutput, pending: &[PendingLeaf]) -> Vec<CachedEval> {
         let temperature = self.params.policy_temperature;
         map_leaves(
             pending.iter().enumerate().collect(),
@@ -301,7 +308,7 @@ impl<'a> Context<'a> {
                 q: output.q[i],
                 d: output.d[i],
                 m: output.m[i],
-                children: children(output.policy_of(i), &leaf.input.legal, temperature),
+                children: children(output.logits_of(i), &leaf.input.legal, temperature),
             },
         )
     }
