@@ -4,7 +4,8 @@
 # (v_wmma_* on gfx11/gfx12, v_mfma_* on CDNA) and use no scratch memory. Prints per kernel: matrix
 # instructions, VGPRs (with AGPRs where the arch has them), LDS bytes and waves per SIMD (the
 # compiler's for a listing; for a code object from the VGPRs: CDNA 512 a lane in steps of 8, at
-# most 8 waves; RDNA3/4 wave32 1536 in steps of 24, at most 16).
+# most 8 waves; RDNA3/4 wave32 1536 in steps of 24 on the parts with the larger VGPR file
+# (gfx1100, gfx1101, gfx1151, gfx12), 1024 in steps of 16 on the others (gfx1102), at most 16).
 #   .ci/matrix-isa.sh LISTING ARCH
 #   .ci/matrix-isa.sh --code-object FILE ARCH
 set -euo pipefail
@@ -48,7 +49,9 @@ for kernel in $kernels; do
     lds=$(meta group_segment_fixed_size)
     case "$arch" in
       gfx9*) waves=$((512 / ((vgprs + 7) / 8 * 8))); max=8 ;;
-      *) waves=$((1536 / ((vgprs + 23) / 24 * 24))); max=16 ;;
+      # LLVM's 1.5x VGPR file (gfx1100, gfx1101, gfx1151) and the thunk's for gfx12.
+      gfx1100 | gfx1101 | gfx1151 | gfx12*) waves=$((1536 / ((vgprs + 23) / 24 * 24))); max=16 ;;
+      *) waves=$((1024 / ((vgprs + 15) / 16 * 16))); max=16 ;;
     esac
     if [ "$waves" -gt "$max" ]; then waves=$max; fi
   else

@@ -104,12 +104,12 @@ expect "rocBLAS 4.x" "rocBLAS librocblas\.so\.4$"
 expect "hipBLASLt 1.x" "hipBLASLt libhipblaslt\.so\.1 "
 expect "the missing GPU" "no GPUs: the HIP runtime reports none"
 
-for arch in gfx90a gfx942 gfx950 gfx1030 gfx1100 gfx1151 gfx1201; do
+for arch in gfx90a gfx942 gfx950 gfx1030 gfx1100 gfx1101 gfx1102 gfx1151 gfx1200 gfx1201; do
   run_sid target/debug/lc0rs compile-kernels --vendor hip --arch "$arch" --code-object "$work/$arch.co"
 done
 # The matrix-core kernels in hipRTC 6.4's code objects: WMMA/MFMA instructions, no scratch, and
 # their registers, LDS and waves per SIMD (docs/validation.md).
-for arch in gfx90a gfx942 gfx950 gfx1100 gfx1151 gfx1201; do
+for arch in gfx90a gfx942 gfx950 gfx1100 gfx1101 gfx1102 gfx1151 gfx1200 gfx1201; do
   .ci/matrix-isa.sh --code-object "$work/$arch.co" "$arch"
 done
 

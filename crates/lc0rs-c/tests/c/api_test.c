@@ -153,11 +153,16 @@ struct race {
     lc0rs_status status;
 };
 
+/* Computes 20 times. A compute that finds the other thread inside the computation (its size
+ * asked at that moment) is refused as BUSY, as the other thread's calls are: it is tried again,
+ * and only another status fails the race. */
 static void *compute_repeatedly(void *arg) {
     struct race *race = arg;
     lc0rs_status status = LC0RS_STATUS_OK;
     for (int round = 0; round < 20 && status == LC0RS_STATUS_OK; round++) {
-        status = lc0rs_computation_compute(race->c);
+        do {
+            status = lc0rs_computation_compute(race->c);
+        } while (status == LC0RS_STATUS_BUSY && strstr(lc0rs_last_error(), "another thread") != NULL);
     }
     race->status = status;
     atomic_store(&race->done, 1);
