@@ -10,6 +10,7 @@ pub mod cache;
 mod leaf;
 mod pick;
 pub mod profile;
+mod ranking;
 pub mod stats;
 pub mod time;
 pub mod tree;

@@ -20,6 +20,7 @@
 use shakmaty::Move;
 
 use super::SearchParams;
+use super::ranking::{Choice, Ranking};
 use super::tree::{Node, ROOT, Tree};
 
 /// Visits that reached a node whose evaluation is under way or whose result is proven: they
@@ -200,36 +201,10 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
     }
 
     /// The best child by score and the second best score, over the children that may be
-    /// searched; as lc0, the scan ends one child after the first unstarted one, since the
-    /// unstarted children (first-play urgency, no visits) come in falling order of prior.
+    /// searched, as lc0's scan finds them (see [`super::ranking`]).
     fn best_two(&self, scores: &mut ChildScores, index: u32) -> Option<Choice> {
-        let mut best: Option<(usize, f64)> = None;
-        let mut second_score: Option<f64> = None;
-        let mut can_exit = false;
-        for i in 0..scores.len() {
-            if index == ROOT && !self.root_searchable[i] {
-                continue;
-            }
-            let score = scores.score(self.tree, i);
-            match best {
-                Some((_, b)) if score <= b => {
-                    if second_score.is_none_or(|s| score > s) {
-                        second_score = Some(score);
-                    }
-                }
-                _ => {
-                    second_score = best.map(|(_, b)| b);
-                    best = Some((i, score));
-                }
-            }
-            if can_exit {
-                break;
-            }
-            if scores.started[i] == 0 {
-                can_exit = true;
-            }
-        }
-        best.map(|(best, _)| Choice { best, second_score })
+        let searchable = |i: usize| index != ROOT || self.root_searchable[i];
+        scores.take_best(self.tree, searchable)
     }
 }
 
@@ -289,15 +264,10 @@ fn share_of(shares: &mut Vec<Share>, first: usize, child: u32) -> &mut Share {
     &mut shares[at]
 }
 
-struct Choice {
-    best: usize,
-    second_score: Option<f64>,
-}
-
-/// The PUCT terms of one node's children during a pass. A child's terms are computed the
-/// first time the scan reads them ([`ChildScores::score`]): the scan stops one child past the
-/// first unstarted one, so most of a wide node's children are never scored (their statistics
-/// are still read once, for the node's visited policy in [`Puct::at`]).
+/// The PUCT terms of one node's children during a pass, and their ranking. A child's terms
+/// are computed the first time the scan reads them ([`ChildScores::score`]): the scan stops
+/// one child past the first unstarted one, so most of a wide node's children are never scored
+/// (their statistics are still read once, for the node's visited policy in [`Puct::at`]).
 #[derive(Default)]
 struct ChildScores {
     /// The node's edges.
@@ -311,6 +281,7 @@ struct ChildScores {
     /// Visits completed and in flight.
     started: Vec<u32>,
     score: Vec<f64>,
+    ranking: Ranking,
 }
 
 impl ChildScores {
@@ -322,6 +293,19 @@ impl ChildScores {
         self.util.clear();
         self.started.clear();
         self.score.clear();
+        self.ranking.reset();
+    }
+
+    /// Takes the best child that `searchable` allows out of the ranking, with the second best
+    /// score (the child goes back, rescored, in [`ChildScores::rescore`]).
+    fn take_best(&mut self, tree: &Tree, searchable: impl Fn(usize) -> bool) -> Option<Choice> {
+        let mut ranking = std::mem::take(&mut self.ranking);
+        let len = self.len();
+        let choice = ranking.take_best(len, |i| {
+            searchable(i).then(|| (self.score(tree, i), self.started[i] == 0))
+        });
+        self.ranking = ranking;
+        choice
     }
 
     fn len(&self) -> usize {
@@ -345,8 +329,12 @@ impl ChildScores {
         self.score[i]
     }
 
+    /// Scores child `i`, taken by [`ChildScores::take_best`], again and ranks it again.
     fn rescore(&mut self, i: usize) {
         self.score[i] = self.weighted_prior[i] / f64::from(1 + self.started[i]) + self.util[i];
+        let started = &self.started;
+        self.ranking
+            .put_back(i, self.score[i], |child| started[child] == 0);
     }
 
     /// How many more visits child `best` takes before its score falls below `second` (at
@@ -483,6 +471,7 @@ mod tests {
             util: vec![-0.1, 0.0],
             started: vec![3, 0],
             score: vec![0.4, 0.5],
+            ranking: Ranking::default(),
         };
         assert_eq!(scores.visits_to_change_best(0, 0.2), 3);
         // A best child whose Q alone beats the second never changes.
