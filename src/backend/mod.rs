@@ -93,8 +93,10 @@ impl BackendError {
         Ok(())
     }
 
-    /// Policy picks refused unless there is one list for each position of the batch.
-    pub fn check_picks(backend: &str, batch: usize, picks: usize) -> Result<(), Self> {
+    /// A call with policy picks refused where the batch exceeds `max` or the picks are not
+    /// one list for each position of the batch.
+    pub fn check_picked(backend: &str, batch: usize, max: usize, picks: usize) -> Result<(), Self> {
+        Self::check_batch_size(backend, batch, max)?;
         if picks != batch {
             return Err(Self::PicksMismatch {
                 backend: backend.to_owned(),
@@ -192,7 +194,7 @@ pub trait Backend: Send + Sync {
         batch: &[InputPlanes],
         picks: &PolicyPicks,
     ) -> Result<PickedOutput, BackendError> {
-        BackendError::check_picks(self.name(), batch.len(), picks.len())?;
+        BackendError::check_picked(self.name(), batch.len(), usize::MAX, picks.len())?;
         Ok(PickedOutput::from_full(self.evaluate(batch)?, picks))
     }
     /// The profiled passes since creation (or the last reset), one report a GPU, if the

@@ -312,8 +312,7 @@ impl Backend for MultiGpu {
         batch: &[InputPlanes],
         picks: &PolicyPicks,
     ) -> Result<PickedOutput, BackendError> {
-        BackendError::check_batch_size(&self.name, batch.len(), self.max_batch)?;
-        BackendError::check_picks(&self.name, batch.len(), picks.len())?;
+        BackendError::check_picked(&self.name, batch.len(), self.max_batch, picks.len())?;
         if batch.is_empty() {
             return Ok(PickedOutput::default());
         }

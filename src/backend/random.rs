@@ -148,8 +148,7 @@ impl Backend for RandomBackend {
         batch: &[InputPlanes],
         picks: &PolicyPicks,
     ) -> Result<PickedOutput, BackendError> {
-        BackendError::check_batch_size(NAME, batch.len(), self.max_batch)?;
-        BackendError::check_picks(NAME, batch.len(), picks.len())?;
+        BackendError::check_picked(NAME, batch.len(), self.max_batch, picks.len())?;
         self.wait();
         let mut logits = Vec::with_capacity(picks.total());
         let (mut q, mut d) = (

@@ -613,8 +613,7 @@ impl<P: NetworkPass> Backend for GpuBackend<P> {
         batch: &[InputPlanes],
         picks: &PolicyPicks,
     ) -> Result<PickedOutput, BackendError> {
-        BackendError::check_batch_size(&self.name, batch.len(), self.options.max_batch)?;
-        BackendError::check_picks(&self.name, batch.len(), picks.len())?;
+        BackendError::check_picked(&self.name, batch.len(), self.options.max_batch, picks.len())?;
         if batch.is_empty() {
             return Ok(PickedOutput::default());
         }
