@@ -1,10 +1,10 @@
 //! Positions in, lc0's answers out: encode each history in the backend's input format,
-//! evaluate them as one batch, and turn the policy logits of the legal moves into
+//! evaluate them as one batch (reading only the legal moves' logits), and turn those into
 //! probabilities at a temperature.
 
 use serde::Serialize;
 
-use crate::backend::{Backend, BackendError, legal_move_probabilities};
+use crate::backend::{Backend, BackendError, PolicyPicks, softmax};
 use crate::chess::castling::uci_notation;
 use crate::chess::policy_index::entry_moves_with_indices;
 use crate::chess::{HistoryFill, PositionHistory, encode_position};
@@ -35,14 +35,21 @@ pub fn evaluate_positions(
         .map(|h| encode_position(h, format, fill))
         .collect();
     let planes: Vec<_> = encoded.iter().map(|e| e.planes).collect();
-    let out = backend.evaluate(&planes)?;
-    Ok(histories
+    let legal: Vec<_> = histories
         .iter()
         .zip(&encoded)
+        .map(|(history, enc)| entry_moves_with_indices(history.last(), enc.transform))
+        .collect();
+    let mut picks = PolicyPicks::with_capacity(legal.len(), 40);
+    for moves in &legal {
+        picks.push(moves.iter().map(|&(_, index)| index));
+    }
+    let out = backend.evaluate_picked(&planes, &picks)?;
+    Ok(legal
+        .iter()
         .enumerate()
-        .map(|(i, (history, enc))| {
-            let legal = entry_moves_with_indices(history.last(), enc.transform);
-            let probabilities = legal_move_probabilities(out.policy_of(i), &legal, temperature);
+        .map(|(i, legal)| {
+            let probabilities = softmax(out.logits_of(i), temperature);
             let mut policy: Vec<(String, f32)> = legal
                 .iter()
                 .zip(probabilities)

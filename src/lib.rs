@@ -12,4 +12,5 @@ pub mod gpu;
 pub mod netgen;
 pub mod netsource;
 pub mod profile;
+pub mod rescore;
 pub mod weights;

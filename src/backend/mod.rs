@@ -164,8 +164,7 @@ impl BatchOutput {
 
     /// Win, draw and loss probabilities of position `i`.
     pub fn wdl_of(&self, i: usize) -> [f32; 3] {
-        let (q, d) = (self.q[i], self.d[i]);
-        [(1.0 - d + q) / 2.0, d, (1.0 - d - q) / 2.0]
+        wdl(self.q[i], self.d[i])
     }
 
     /// Appends another part of the same batch (the next positions).
@@ -175,6 +174,11 @@ impl BatchOutput {
         self.m.extend(part.m);
         self.policy.extend(part.policy);
     }
+}
+
+/// Win, draw and loss probabilities from Q = W − L and D.
+pub fn wdl(q: f32, d: f32) -> [f32; 3] {
+    [(1.0 - d + q) / 2.0, d, (1.0 - d - q) / 2.0]
 }
 
 /// A neural-network evaluator.

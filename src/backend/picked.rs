@@ -132,6 +132,11 @@ impl PickedOutput {
         self.q.is_empty()
     }
 
+    /// Win, draw and loss probabilities of position `i`.
+    pub fn wdl_of(&self, i: usize) -> [f32; 3] {
+        super::wdl(self.q[i], self.d[i])
+    }
+
     /// Position `i`'s picked logits.
     pub fn logits_of(&self, i: usize) -> &[f32] {
         let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
