@@ -172,15 +172,9 @@ fn policy_move_for(us: Color, m: Move, transform: Transform) -> PolicyMove {
         Move::Castle { king, rook } => (king, rook, None),
         Move::Put { to, .. } => (to, to, None),
     };
-    let square = |sq: shakmaty::Square| {
-        let index = u32::from(sq) as u8;
-        let viewed = if us == Color::Black {
-            index ^ 56
-        } else {
-            index
-        };
-        transform.apply_square(viewed)
-    };
+    // Black's moves are seen from Black's side: ranks mirrored (square ^ 56).
+    let view = u8::from(us == Color::Black) * 56;
+    let square = |sq: shakmaty::Square| transform.apply_square(u32::from(sq) as u8 ^ view);
     PolicyMove {
         from: square(from),
         to: square(to),

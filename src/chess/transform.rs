@@ -47,18 +47,20 @@ impl Transform {
     }
 
     /// Transforms a square index `rank·8 + file`, consistently with [`Transform::apply_bits`].
+    /// Branch-free: it runs for both squares of every legal move of every leaf a search
+    /// prepares.
     pub fn apply_square(self, square: u8) -> u8 {
-        let (mut rank, mut file) = (square / 8, square % 8);
-        if self.has(Self::FLIP) {
-            file = 7 - file;
-        }
-        if self.has(Self::MIRROR) {
-            rank = 7 - rank;
-        }
+        // Flip: file → 7 − file (square ^ 7); mirror: rank → 7 − rank (square ^ 56).
+        let flip = (self.0 & Self::FLIP) * 7;
+        let mirror = ((self.0 & Self::MIRROR) >> 1) * 56;
+        let s = square ^ flip ^ mirror;
+        // Transpose: (rank, file) → (7 − file, 7 − rank), i.e. 63 − (file·8 + rank).
+        let transposed = 63 - (((s & 7) << 3) | (s >> 3));
         if self.has(Self::TRANSPOSE) {
-            (rank, file) = (7 - file, 7 - rank);
+            transposed
+        } else {
+            s
         }
-        rank * 8 + file
     }
 }
 
