@@ -215,13 +215,21 @@ pub(super) fn children(
 ) -> Vec<(Move, f32)> {
     debug_assert_eq!(logits.len(), legal.len(), "a logit for each legal move");
     let priors = softmax(logits, temperature);
-    let mut children: Vec<(Move, f32)> = legal
+    // Most likely first, equal priors in the legal moves' order (as a stable sort by prior
+    // leaves them), sorted as integers: a prior is ≥ 0, so its bits order as it does, and the
+    // key is its complement above the move's index.
+    let mut keys: Vec<u64> = priors
         .iter()
-        .zip(priors)
-        .map(|(&(m, _), p)| (m, p))
+        .zip(0u64..)
+        .map(|(p, i)| (u64::from(!p.to_bits()) << 32) | i)
         .collect();
-    children.sort_by(|a, b| b.1.total_cmp(&a.1));
-    children
+    keys.sort_unstable();
+    keys.into_iter()
+        .map(|key| {
+            let i = (key & 0xffff_ffff) as usize;
+            (legal[i].0, priors[i])
+        })
+        .collect()
 }
 
 /// Expands the leaf at the end of `path` with an evaluation and backs it up.
@@ -344,5 +352,9 @@ mod tests {
             assert_eq!(*m, em);
             assert!((p - ep).abs() < 1e-6, "{p} vs {ep}");
         }
+        // Equal priors keep the legal moves' order, after the more likely ones.
+        let got = children(&[0.0, 1.0, 0.0], &legal, 1.0);
+        let order: Vec<Move> = got.iter().map(|&(m, _)| m).collect();
+        assert_eq!(order, [legal[1].0, legal[0].0, legal[2].0]);
     }
 }

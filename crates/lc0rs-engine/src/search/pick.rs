@@ -186,14 +186,14 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
                 break;
             }
             new_visits -= 1;
-            scores.started[best] += 1;
+            scores.terms[best].started += 1;
             let evaluates = child.visits == 0 || child.proof.is_some();
             if evaluates {
                 share.visits -= 1;
                 share.evaluations += 1;
             } else {
                 child.in_flight += new_visits;
-                scores.started[best] += new_visits;
+                scores.terms[best].started += new_visits;
             }
             scores.rescore(best);
         }
@@ -274,14 +274,39 @@ struct ChildScores {
     children: std::ops::Range<u32>,
     /// `cpuct · √(N − 1)` and the first-play urgency at the node.
     puct: Puct,
-    /// `P · cpuct · √(N − 1)` per child.
-    weighted_prior: Vec<f64>,
-    /// Q, or the first-play urgency where unvisited.
-    util: Vec<f64>,
-    /// Visits completed and in flight.
-    started: Vec<u32>,
-    score: Vec<f64>,
+    /// The children's terms, as far as the scan has read them (one record each: the terms
+    /// of a child are read together).
+    terms: Vec<Terms>,
     ranking: Ranking,
+}
+
+/// One child's PUCT terms during a split.
+#[derive(Debug, Clone, Copy)]
+struct Terms {
+    /// `P · cpuct · √(N − 1)`.
+    weighted_prior: f64,
+    /// Q, or the first-play urgency where unvisited.
+    util: f64,
+    /// Visits completed and in flight.
+    started: u32,
+    score: f64,
+}
+
+impl Terms {
+    fn new(weighted_prior: f64, util: f64, started: u32) -> Self {
+        let mut terms = Self {
+            weighted_prior,
+            util,
+            started,
+            score: 0.0,
+        };
+        terms.rescore();
+        terms
+    }
+
+    fn rescore(&mut self) {
+        self.score = self.weighted_prior / f64::from(1 + self.started) + self.util;
+    }
 }
 
 impl ChildScores {
@@ -289,10 +314,7 @@ impl ChildScores {
     fn reset(&mut self, tree: &Tree, params: &SearchParams, index: u32) {
         self.children = tree.children(index);
         self.puct = Puct::at(tree, params, index);
-        self.weighted_prior.clear();
-        self.util.clear();
-        self.started.clear();
-        self.score.clear();
+        self.terms.clear();
         self.ranking.reset();
     }
 
@@ -302,7 +324,7 @@ impl ChildScores {
         let mut ranking = std::mem::take(&mut self.ranking);
         let len = self.len();
         let choice = ranking.take_best(len, |i| {
-            searchable(i).then(|| (self.score(tree, i), self.started[i] == 0))
+            searchable(i).then(|| (self.score(tree, i), self.terms[i].started == 0))
         });
         self.ranking = ranking;
         choice
@@ -314,38 +336,40 @@ impl ChildScores {
 
     /// Child `i`'s score, its terms computed up to `i` where not yet.
     fn score(&mut self, tree: &Tree, i: usize) -> f64 {
-        while self.score.len() <= i {
-            let edge = tree.edge(self.children.start + self.score.len() as u32);
+        while self.terms.len() <= i {
+            let edge = tree.edge(self.children.start + self.terms.len() as u32);
             let stats = tree.stats(edge);
-            let weighted_prior = f64::from(edge.prior) * self.puct.mult;
-            let util = self.puct.util(stats);
-            let started = stats.visits + stats.in_flight;
-            self.weighted_prior.push(weighted_prior);
-            self.util.push(util);
-            self.started.push(started);
-            self.score
-                .push(weighted_prior / f64::from(1 + started) + util);
+            self.terms.push(Terms::new(
+                f64::from(edge.prior) * self.puct.mult,
+                self.puct.util(stats),
+                stats.visits + stats.in_flight,
+            ));
         }
-        self.score[i]
+        self.terms[i].score
     }
 
     /// Scores child `i`, taken by [`ChildScores::take_best`], again and ranks it again.
     fn rescore(&mut self, i: usize) {
-        self.score[i] = self.weighted_prior[i] / f64::from(1 + self.started[i]) + self.util[i];
-        let started = &self.started;
+        self.terms[i].rescore();
+        let terms = &self.terms;
         self.ranking
-            .put_back(i, self.score[i], |child| started[child] == 0);
+            .put_back(i, terms[i].score, |child| terms[child].started == 0);
     }
 
     /// How many more visits child `best` takes before its score falls below `second` (at
     /// least 1): the smallest k with `wP / (1 + started + k) + util < second`.
     fn visits_to_change_best(&self, best: usize, second: f64) -> u32 {
-        let util = self.util[best];
+        let Terms {
+            weighted_prior,
+            util,
+            started,
+            ..
+        } = self.terms[best];
         if util >= second {
             return u32::MAX;
         }
-        let n1 = f64::from(self.started[best]) + 1.0;
-        let k = self.weighted_prior[best] / (second - util) - n1 + 1.0;
+        let n1 = f64::from(started) + 1.0;
+        let k = weighted_prior / (second - util) - n1 + 1.0;
         k.clamp(1.0, 1e9) as u32
     }
 }
@@ -467,10 +491,7 @@ mod tests {
         let scores = ChildScores {
             children: 1..3,
             puct: Puct::default(),
-            weighted_prior: vec![2.0, 0.5],
-            util: vec![-0.1, 0.0],
-            started: vec![3, 0],
-            score: vec![0.4, 0.5],
+            terms: vec![Terms::new(2.0, -0.1, 3), Terms::new(0.5, 0.0, 0)],
             ranking: Ranking::default(),
         };
         assert_eq!(scores.visits_to_change_best(0, 0.2), 3);
