@@ -1,18 +1,22 @@
 //! Rescoring a file of positions: an EPD stream (one position a line: the FEN's four fields,
 //! optionally its two move counters, then EPD operations, of which `id` is kept) evaluated in
 //! batches by several threads at once (on a GPU their calls overlap on its lanes) and written
-//! as CSV in the input's order. Memory stays bounded: a thread reads its next batch only when
-//! it has handed the last one on, and the writer holds at most a few batches out of order.
+//! as CSV in the input's order. Memory stays bounded: no thread takes a batch more than
+//! [`AHEAD_PER_THREAD`] batches a thread past the last one written, so the writer holds at most
+//! that many out of order.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::sync::Mutex;
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::backend::{Backend, BackendError};
 use crate::chess::{ChessError, HistoryFill, PositionHistory};
 use crate::evaluate::{PositionEval, evaluate_positions};
+
+/// How many batches a thread, at most, are taken ahead of the last one written.
+const AHEAD_PER_THREAD: usize = 2;
 
 /// The CSV's header.
 pub const HEADER: &str =
@@ -34,8 +38,8 @@ pub struct RescoreOptions {
 /// Why a file could not be rescored.
 #[derive(Debug, thiserror::Error)]
 pub enum RescoreError {
-    #[error("reading the positions: {0}")]
-    Read(std::io::Error),
+    #[error("line {line}: reading the positions: {error}")]
+    Read { line: usize, error: std::io::Error },
     #[error("writing the CSV: {0}")]
     Write(std::io::Error),
     #[error("line {line}: {error}")]
@@ -76,26 +80,31 @@ pub fn rescore_epd(
         )));
     }
     let start = Instant::now();
-    let source = Mutex::new(Source {
-        lines: input.lines(),
-        read: 0,
-        next_batch: 0,
-        failed: false,
-    });
+    let shared = Shared {
+        source: Mutex::new(Source {
+            lines: input.lines(),
+            read: 0,
+            next_batch: 0,
+            written: 0,
+            failed: false,
+        }),
+        room: Condvar::new(),
+        ahead: AHEAD_PER_THREAD * options.threads,
+    };
     let (sender, receiver) =
         sync_channel::<Result<(usize, String, usize), RescoreError>>(options.threads);
     let written = std::thread::scope(|scope| {
         for _ in 0..options.threads {
-            let (source, sender) = (&source, sender.clone());
+            let (shared, sender) = (&shared, sender.clone());
             scope.spawn(move || {
-                while let Some(next) = take_batch(source, options.batch) {
+                while let Some(next) = shared.take_batch(options.batch) {
                     let result = next.and_then(|(seq, entries)| {
                         let rows = evaluate_rows(backend, &entries, options)?;
                         Ok((seq, rows, entries.len()))
                     });
                     let failed = result.is_err();
                     if failed {
-                        source.lock().unwrap_or_else(|e| e.into_inner()).failed = true;
+                        shared.fail();
                     }
                     if sender.send(result).is_err() || failed {
                         return;
@@ -104,7 +113,13 @@ pub fn rescore_epd(
             });
         }
         drop(sender);
-        write_in_order(receiver.iter(), &mut output)
+        let written = write_in_order(receiver, &mut output, &|| shared.batch_written());
+        if written.is_err() {
+            // The receiver went with the writer, so a thread sending gets an error; those
+            // waiting for room are woken to stop.
+            shared.fail();
+        }
+        written
     })?;
     output.flush().map_err(RescoreError::Write)?;
     Ok(RescoreSummary {
@@ -113,50 +128,84 @@ pub fn rescore_epd(
     })
 }
 
-/// The lines still to read, shared by the threads.
+/// What the threads share: the lines still to read, and the room the writer makes.
+struct Shared<L> {
+    source: Mutex<Source<L>>,
+    /// Signalled when a batch is written or anything fails.
+    room: Condvar,
+    /// Batches that may be taken past the last one written.
+    ahead: usize,
+}
+
+/// The lines still to read and how far the batches have got.
 struct Source<L> {
     lines: L,
     /// Lines read so far.
     read: usize,
     /// The number of the next batch handed out.
     next_batch: usize,
-    /// Set once any thread failed: the others stop taking batches.
+    /// Batches written so far.
+    written: usize,
+    /// Set once anything failed: the threads stop taking batches.
     failed: bool,
 }
 
-/// The next batch of up to `size` positions with its number; `None` at the end.
-fn take_batch<L: Iterator<Item = std::io::Result<String>>>(
-    source: &Mutex<Source<L>>,
-    size: usize,
-) -> Option<Result<(usize, Vec<Entry>), RescoreError>> {
-    let mut source = source.lock().unwrap_or_else(|e| e.into_inner());
-    if source.failed {
-        return None;
+impl<L: Iterator<Item = std::io::Result<String>>> Shared<L> {
+    fn lock(&self) -> MutexGuard<'_, Source<L>> {
+        self.source.lock().unwrap_or_else(|e| e.into_inner())
     }
-    let mut entries = Vec::with_capacity(size);
-    while entries.len() < size {
-        let Some(line) = source.lines.next() else {
-            break;
-        };
-        source.read += 1;
-        let number = source.read;
-        let parsed = line
-            .map_err(RescoreError::Read)
-            .and_then(|text| parse_epd_line(number, &text));
-        match parsed {
-            Ok(Some(entry)) => entries.push(entry),
-            Ok(None) => {}
-            Err(error) => {
-                source.failed = true;
-                return Some(Err(error));
+
+    /// Ends the work: no batch is handed out any more.
+    fn fail(&self) {
+        self.lock().failed = true;
+        self.room.notify_all();
+    }
+
+    /// Counts a batch written and wakes the threads waiting for room.
+    fn batch_written(&self) {
+        self.lock().written += 1;
+        self.room.notify_all();
+    }
+
+    /// The next batch of up to `size` positions with its number, once it is within `ahead`
+    /// batches of the last one written; `None` at the end or after a failure.
+    fn take_batch(&self, size: usize) -> Option<Result<(usize, Vec<Entry>), RescoreError>> {
+        let mut source = self.lock();
+        while !source.failed && source.next_batch >= source.written + self.ahead {
+            source = self.room.wait(source).unwrap_or_else(|e| e.into_inner());
+        }
+        if source.failed {
+            return None;
+        }
+        let mut entries = Vec::with_capacity(size);
+        while entries.len() < size {
+            let Some(line) = source.lines.next() else {
+                break;
+            };
+            source.read += 1;
+            let number = source.read;
+            let parsed = line
+                .map_err(|error| RescoreError::Read {
+                    line: number,
+                    error,
+                })
+                .and_then(|text| parse_epd_line(number, &text));
+            match parsed {
+                Ok(Some(entry)) => entries.push(entry),
+                Ok(None) => {}
+                Err(error) => {
+                    source.failed = true;
+                    self.room.notify_all();
+                    return Some(Err(error));
+                }
             }
         }
+        if entries.is_empty() {
+            return None;
+        }
+        source.next_batch += 1;
+        Some(Ok((source.next_batch - 1, entries)))
     }
-    if entries.is_empty() {
-        return None;
-    }
-    source.next_batch += 1;
-    Some(Ok((source.next_batch - 1, entries)))
 }
 
 /// One EPD line as an entry; `None` for an empty line or a `#` comment.
@@ -186,14 +235,25 @@ fn parse_epd_line(line: usize, text: &str) -> Result<Option<Entry>, RescoreError
     }))
 }
 
-/// The operand of an EPD `id` operation (`id "name";`), or empty.
+/// The operand of an EPD `id` operation (`id "name";`, whose quotes may hold `;`), or empty.
 fn epd_id(operations: &str) -> String {
-    operations
-        .split(';')
-        .map(str::trim)
-        .find_map(|op| op.strip_prefix("id "))
-        .map(|operand| operand.trim().trim_matches('"').to_owned())
-        .unwrap_or_default()
+    let mut rest = operations;
+    while let Some(at) = rest.find("id ") {
+        let operand = rest[at + 3..].trim_start();
+        if at == 0 || rest[..at].ends_with([' ', ';']) {
+            return match operand.strip_prefix('"') {
+                Some(quoted) => quoted.split('"').next().unwrap_or_default().to_owned(),
+                None => operand
+                    .split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned(),
+            };
+        }
+        rest = &rest[at + 3..];
+    }
+    String::new()
 }
 
 /// The CSV rows of a batch.
@@ -255,15 +315,17 @@ fn csv_field(text: &str) -> String {
     }
 }
 
-/// Writes the header, then each batch's rows in batch order as they arrive; the first error
-/// ends the writing. Returns the positions written.
+/// Writes the header, then each batch's rows in batch order as they arrive, calling `written`
+/// after each batch written; the first error ends the writing (and drops `batches`, so that
+/// no thread waits to send). Returns the positions written.
 fn write_in_order(
-    batches: impl Iterator<Item = Result<(usize, String, usize), RescoreError>>,
+    batches: Receiver<Result<(usize, String, usize), RescoreError>>,
     output: &mut impl Write,
+    written: &dyn Fn(),
 ) -> Result<usize, RescoreError> {
     writeln!(output, "{HEADER}").map_err(RescoreError::Write)?;
     let mut waiting = BTreeMap::new();
-    let (mut next, mut written) = (0, 0);
+    let (mut next, mut positions) = (0, 0);
     for batch in batches {
         let (seq, rows, count) = batch?;
         waiting.insert(seq, (rows, count));
@@ -271,11 +333,12 @@ fn write_in_order(
             output
                 .write_all(rows.as_bytes())
                 .map_err(RescoreError::Write)?;
-            written += count;
+            positions += count;
             next += 1;
+            written();
         }
     }
-    Ok(written)
+    Ok(positions)
 }
 
 #[cfg(test)]
@@ -302,6 +365,9 @@ mod tests {
             .unwrap();
         assert_eq!(e.fen, "8/8/8/8/8/8/8/K1k5 w - - 12 40");
         assert_eq!(e.id, "x");
+        assert_eq!(epd_id("bm e4; id \"a;b\"; c0 \"hid x\";"), "a;b");
+        assert_eq!(epd_id("c0 \"hid x\"; id plain;"), "plain");
+        assert_eq!(epd_id("bm e4;"), "");
         assert!(parse_epd_line(2, "   ").unwrap().is_none());
         assert!(parse_epd_line(2, "# a comment").unwrap().is_none());
         let error = parse_epd_line(9, "not a fen").err().unwrap().to_string();
@@ -310,10 +376,15 @@ mod tests {
 
     #[test]
     fn rows_are_written_in_batch_order_whatever_order_they_arrive_in() {
-        let batches = [(2, "c\n", 1), (0, "a\n", 1), (1, "b\nb\n", 2)]
-            .map(|(seq, rows, count)| Ok((seq, rows.to_owned(), count)));
-        let mut out = Vec::new();
-        assert_eq!(write_in_order(batches.into_iter(), &mut out).unwrap(), 4);
+        let (sender, receiver) = sync_channel(3);
+        for (seq, rows, count) in [(2, "c\n", 1), (0, "a\n", 1), (1, "b\nb\n", 2)] {
+            sender.send(Ok((seq, rows.to_owned(), count))).unwrap();
+        }
+        drop(sender);
+        let (mut out, calls) = (Vec::new(), std::cell::Cell::new(0));
+        let positions = write_in_order(receiver, &mut out, &|| calls.set(calls.get() + 1));
+        assert_eq!(positions.unwrap(), 4);
+        assert_eq!(calls.get(), 3);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             format!("{HEADER}\na\nb\nb\nc\n")

@@ -111,3 +111,51 @@ fn a_bad_line_is_named_and_bad_options_are_refused() {
     let error = rescore_epd(backend.as_ref(), input.as_bytes(), Vec::new(), &none).unwrap_err();
     assert!(error.to_string().contains("at least 1"), "{error}");
 }
+
+/// An output that fails after `limit` bytes (a full disk).
+struct Full {
+    limit: usize,
+}
+
+impl std::io::Write for Full {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if bytes.len() > self.limit {
+            return Err(std::io::Error::other("disk full"));
+        }
+        self.limit -= bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A failing output ends the call with its error, with many batches still unread: no thread
+/// is left waiting to send its rows or for room to take the next batch (a minute's watchdog
+/// turns such a hang into a failure).
+#[test]
+fn a_failing_output_ends_every_thread() {
+    let input = epd_lines(4).join("\n").repeat(100);
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let backend = create_backend("cpu", tiny(), "").unwrap();
+        let options = RescoreOptions {
+            batch: 2,
+            threads: 3,
+            temperature: 1.0,
+            top: 1,
+        };
+        let result = rescore_epd(
+            backend.as_ref(),
+            input.as_bytes(),
+            Full { limit: 600 },
+            &options,
+        );
+        done.send(result.map(|summary| summary.positions)).unwrap();
+    });
+    let result = finished
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("rescoring into a failing output did not end");
+    assert!(matches!(result, Err(RescoreError::Write(_))), "{result:?}");
+}

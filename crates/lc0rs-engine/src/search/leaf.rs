@@ -216,12 +216,13 @@ pub(super) fn children(
     debug_assert_eq!(logits.len(), legal.len(), "a logit for each legal move");
     let priors = softmax(logits, temperature);
     // Most likely first, equal priors in the legal moves' order (as a stable sort by prior
-    // leaves them), sorted as integers: a prior is ≥ 0, so its bits order as it does, and the
-    // key is its complement above the move's index.
+    // leaves them), sorted as integers: a prior is ≥ 0, so its bits (the sign bit dropped,
+    // which a softmax never sets) order as it does, and the key is their complement above
+    // the move's index.
     let mut keys: Vec<u64> = priors
         .iter()
         .zip(0u64..)
-        .map(|(p, i)| (u64::from(!p.to_bits()) << 32) | i)
+        .map(|(p, i)| (u64::from(!(p.to_bits() & 0x7fff_ffff)) << 32) | i)
         .collect();
     keys.sort_unstable();
     keys.into_iter()
