@@ -40,10 +40,7 @@ pub fn evaluate_positions(
         .zip(&encoded)
         .map(|(history, enc)| entry_moves_with_indices(history.last(), enc.transform))
         .collect();
-    let mut picks = PolicyPicks::with_capacity(legal.len(), 40);
-    for moves in &legal {
-        picks.push(moves.iter().map(|&(_, index)| index));
-    }
+    let picks = PolicyPicks::of_legal_moves(legal.iter().map(Vec::as_slice));
     let out = backend.evaluate_picked(&planes, &picks)?;
     Ok(legal
         .iter()

@@ -3,9 +3,14 @@
 //! than the search's whole use of them (lc0's search, likewise, reads its legal moves' logits
 //! straight from its pinned buffer).
 
+use shakmaty::Move;
+
 use super::BatchOutput;
 use super::finite::{NonFinite, check_layer, first_non_finite};
 use crate::board::POLICY_SIZE;
+
+/// Room for a position's legal moves (about a middlegame's number).
+const MOVES_PER_POSITION: usize = 40;
 
 /// The policy indices (lc0's 1858-move encoding) whose logits a caller reads, per position.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,6 +43,18 @@ impl PolicyPicks {
             self.indices.push(index as u16);
         }
         self.ends.push(self.indices.len() as u32);
+    }
+
+    /// The picks a search makes: each position's legal moves, paired with their policy
+    /// indices.
+    pub fn of_legal_moves<'m>(
+        positions: impl ExactSizeIterator<Item = &'m [(Move, usize)]>,
+    ) -> Self {
+        let mut picks = Self::with_capacity(positions.len(), MOVES_PER_POSITION);
+        for legal in positions {
+            picks.push(legal.iter().map(|&(_, index)| index));
+        }
+        picks
     }
 
     /// The number of positions.

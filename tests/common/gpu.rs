@@ -87,10 +87,8 @@ pub fn check_picked_against_cpu<N: Clone + Into<Model>>(
             .unwrap_or_else(|e| panic!("{backend} with {options:?}: {e}"));
         for &batch in batches {
             for (chunk, start) in encoded.chunks(batch).zip((0..).step_by(batch)) {
-                let mut picks = PolicyPicks::default();
-                for moves in &legal[start..start + chunk.len()] {
-                    picks.push(moves.iter().map(|&(_, index)| index));
-                }
+                let moves = legal[start..start + chunk.len()].iter();
+                let picks = PolicyPicks::of_legal_moves(moves.map(Vec::as_slice));
                 let planes: Vec<_> = chunk.iter().map(|e| e.planes).collect();
                 let got = gpu.evaluate_picked(&planes, &picks).unwrap();
                 for (k, i) in (start..start + chunk.len()).enumerate() {

@@ -30,9 +30,6 @@ use super::{SearchError, SearchParams};
 /// batch sleeps before trying again (it is woken earlier when a batch is backed up).
 const COLLISION_WAIT: Duration = Duration::from_millis(2);
 
-/// Room for each leaf's legal moves in a call's policy picks (about a middlegame's number).
-const MOVES_PER_POSITION: usize = 40;
-
 /// What the threads share behind the tree's mutex: the tree and the counters.
 pub(super) struct TreeState<'a> {
     pub tree: &'a mut Tree,
@@ -244,10 +241,7 @@ impl<'a> Context<'a> {
     /// search.
     fn evaluate(&self, pending: Vec<PendingLeaf>) -> Result<(), SearchError> {
         let planes: Vec<InputPlanes> = pending.iter().map(|p| p.input.planes).collect();
-        let mut picks = PolicyPicks::with_capacity(pending.len(), MOVES_PER_POSITION);
-        for leaf in &pending {
-            picks.push(leaf.input.legal.iter().map(|&(_, index)| index));
-        }
+        let picks = PolicyPicks::of_legal_moves(pending.iter().map(|p| p.input.legal.as_slice()));
         self.in_backend.fetch_add(1, Ordering::AcqRel);
         let call_start = Instant::now();
         let output = self.backend.evaluate_picked(&planes, &picks);
