@@ -204,7 +204,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
     /// searched, as lc0's scan finds them (see [`super::ranking`]).
     fn best_two(&self, scores: &mut ChildScores, index: u32) -> Option<Choice> {
         let searchable = |i: usize| index != ROOT || self.root_searchable[i];
-        scores.take_best(self.tree, searchable)
+        scores.take_best(searchable)
     }
 }
 
@@ -264,18 +264,17 @@ fn share_of(shares: &mut Vec<Share>, first: usize, child: u32) -> &mut Share {
     &mut shares[at]
 }
 
-/// The PUCT terms of one node's children during a pass, and their ranking. A child's terms
-/// are computed the first time the scan reads them ([`ChildScores::score`]): the scan stops
-/// one child past the first unstarted one, so most of a wide node's children are never scored
-/// (their statistics are still read once, for the node's visited policy in [`Puct::at`]).
+/// The PUCT terms of one node's children during a pass, and their ranking. Every child's
+/// terms are computed when the split starts, in the one reading of the children's statistics
+/// that the node's visited policy needs anyway (see [`Puct`]); the scan then reads only
+/// these terms.
 #[derive(Default)]
 struct ChildScores {
     /// The node's edges.
     children: std::ops::Range<u32>,
     /// `cpuct · √(N − 1)` and the first-play urgency at the node.
     puct: Puct,
-    /// The children's terms, as far as the scan has read them (one record each: the terms
-    /// of a child are read together).
+    /// The children's terms (one record each: the terms of a child are read together).
     terms: Vec<Terms>,
     ranking: Ranking,
 }
@@ -310,42 +309,31 @@ impl Terms {
 }
 
 impl ChildScores {
-    /// Starts on node `index`, keeping the buffers' memory.
+    /// Starts on node `index`, keeping the buffers' memory: reads each child's statistics
+    /// once (for the visited policy, then, from the cache, for its terms).
     fn reset(&mut self, tree: &Tree, params: &SearchParams, index: u32) {
         self.children = tree.children(index);
         self.puct = Puct::at(tree, params, index);
         self.terms.clear();
+        let puct = &self.puct;
+        self.terms.extend(tree.edges_of(index).iter().map(|edge| {
+            let stats = tree.stats(edge);
+            Terms::new(
+                f64::from(edge.prior) * puct.mult,
+                puct.util(stats),
+                stats.visits + stats.in_flight,
+            )
+        }));
         self.ranking.reset();
     }
 
     /// Takes the best child that `searchable` allows out of the ranking, with the second best
     /// score (the child goes back, rescored, in [`ChildScores::rescore`]).
-    fn take_best(&mut self, tree: &Tree, searchable: impl Fn(usize) -> bool) -> Option<Choice> {
-        let mut ranking = std::mem::take(&mut self.ranking);
-        let len = self.len();
-        let choice = ranking.take_best(len, |i| {
-            searchable(i).then(|| (self.score(tree, i), self.terms[i].started == 0))
-        });
-        self.ranking = ranking;
-        choice
-    }
-
-    fn len(&self) -> usize {
-        self.children.len()
-    }
-
-    /// Child `i`'s score, its terms computed up to `i` where not yet.
-    fn score(&mut self, tree: &Tree, i: usize) -> f64 {
-        while self.terms.len() <= i {
-            let edge = tree.edge(self.children.start + self.terms.len() as u32);
-            let stats = tree.stats(edge);
-            self.terms.push(Terms::new(
-                f64::from(edge.prior) * self.puct.mult,
-                self.puct.util(stats),
-                stats.visits + stats.in_flight,
-            ));
-        }
-        self.terms[i].score
+    fn take_best(&mut self, searchable: impl Fn(usize) -> bool) -> Option<Choice> {
+        let terms = &self.terms;
+        self.ranking.take_best(terms.len(), |i| {
+            searchable(i).then(|| (terms[i].score, terms[i].started == 0))
+        })
     }
 
     /// Scores child `i`, taken by [`ChildScores::take_best`], again and ranks it again.
