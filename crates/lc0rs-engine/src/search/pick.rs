@@ -211,15 +211,22 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
 /// Whether each root edge may take visits: its move is among `searchmoves` (where given), and it
 /// is the best edge or can still catch up with it in the playouts left.
 fn root_searchable(tree: &Tree, input: &PassInput) -> Vec<bool> {
-    let best = tree.best_child(ROOT);
     let visits = |e| f64::from(tree.child(e).visits);
+    // Where the playouts left cover the most visits of any edge, every edge can catch up
+    // with the best one, whichever it is: it need not be found (it is, near a search's end).
+    let most = tree.children(ROOT).map(visits).fold(0.0, f64::max);
+    let best = if input.remaining_playouts >= most {
+        None
+    } else {
+        tree.best_child(ROOT).map(|best| (best, visits(best)))
+    };
     tree.children(ROOT)
         .map(|edge| {
             let listed =
                 input.root_moves.is_empty() || input.root_moves.contains(&tree.edge(edge).mv);
             let can_catch_up = match best {
-                Some(best) if best != edge => {
-                    input.remaining_playouts >= visits(best) - visits(edge)
+                Some((best, best_visits)) if best != edge => {
+                    input.remaining_playouts >= best_visits - visits(edge)
                 }
                 _ => true,
             };
