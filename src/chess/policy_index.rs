@@ -217,15 +217,6 @@ pub fn moves_with_indices(
         .collect()
 }
 
-/// The policy indices of `moves` (played by `us`) under `transform`, in their order.
-pub fn move_indices(
-    us: Color,
-    moves: &[Move],
-    transform: Transform,
-) -> impl ExactSizeIterator<Item = usize> + '_ {
-    moves.iter().map(move |&m| move_index_for(us, m, transform))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,11 +7,11 @@
 //! leaf's children after a backend call are likewise done before the lock is taken.
 
 use rayon::prelude::*;
-use shakmaty::{Color, Move};
+use shakmaty::Move;
 
 use lc0rs::backend::softmax;
-use lc0rs::chess::policy_index::move_indices;
-use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory, Transform, encode_position};
+use lc0rs::chess::policy_index::moves_with_indices;
+use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
 use lc0rs::weights::format::InputFormat;
 
 use super::cache::{CachedEval, NnCache};
@@ -67,22 +67,8 @@ pub(super) struct NetInput {
     pub planes: InputPlanes,
     /// The NN cache key of `planes` and the position.
     pub key: u64,
-    /// The legal moves, in lc0's order.
-    pub legal: Vec<Move>,
-    /// The side to move and the transform of the planes, which map `legal` to policy
-    /// indices ([`NetInput::policy_indices`]). The mapping is left to the batch (see
-    /// [`super::worker`]): a leaf answered from the NN cache or by the rules never needs it,
-    /// and a batch's leaves are mapped on all cores at once, where a pass's few leaves are
-    /// prepared on the walking thread.
-    pub turn: Color,
-    pub transform: Transform,
-}
-
-impl NetInput {
-    /// The policy indices of the legal moves, in their order.
-    pub fn policy_indices(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
-        move_indices(self.turn, &self.legal, self.transform)
-    }
+    /// The legal moves with their policy indices.
+    pub legal: Vec<(Move, usize)>,
 }
 
 /// A leaf with what is known of it.
@@ -171,9 +157,7 @@ fn outcome(
     LeafOutcome::Evaluate(Box::new(NetInput {
         planes: encoded.planes,
         key,
-        legal: moves,
-        turn: entry.turn,
-        transform: encoded.transform,
+        legal: moves_with_indices(entry.turn, moves, encoded.transform),
     }))
 }
 
@@ -224,7 +208,11 @@ impl Replay {
 
 /// A leaf's children as the tree stores them: the legal moves with their priors (the softmax
 /// at `temperature` of their logits, `logits[i]` the logit of `legal[i]`), most likely first.
-pub(super) fn children(logits: &[f32], legal: &[Move], temperature: f32) -> Vec<(Move, f32)> {
+pub(super) fn children(
+    logits: &[f32],
+    legal: &[(Move, usize)],
+    temperature: f32,
+) -> Vec<(Move, f32)> {
     debug_assert_eq!(logits.len(), legal.len(), "a logit for each legal move");
     let priors = softmax(logits, temperature);
     // Most likely first, equal priors in the legal moves' order (as a stable sort by prior
@@ -240,7 +228,7 @@ pub(super) fn children(logits: &[f32], legal: &[Move], temperature: f32) -> Vec<
     keys.into_iter()
         .map(|key| {
             let i = (key & 0xffff_ffff) as usize;
-            (legal[i], priors[i])
+            (legal[i].0, priors[i])
         })
         .collect()
 }
@@ -345,15 +333,21 @@ mod tests {
     #[test]
     fn children_come_most_likely_first_with_the_softmax_of_their_logits() {
         let root = PositionHistory::from_spec("startpos").unwrap();
-        let legal: Vec<Move> = root.last().legal_moves().into_iter().take(3).collect();
-        // The moves' logits in their order: 0, ln 3, ln 2,
+        let legal: Vec<(Move, usize)> = root
+            .last()
+            .legal_moves()
+            .into_iter()
+            .take(3)
+            .zip([1500, 7, 300])
+            .collect();
+        // The moves' logits in their order (their policy indices play no part): 0, ln 3, ln 2,
         // so priors 1/6, 3/6, 2/6.
         let logits = [0.0, 3f32.ln(), 2f32.ln()];
         let got = children(&logits, &legal, 1.0);
         let expected = [
-            (legal[1], 0.5),
-            (legal[2], 1.0 / 3.0),
-            (legal[0], 1.0 / 6.0),
+            (legal[1].0, 0.5),
+            (legal[2].0, 1.0 / 3.0),
+            (legal[0].0, 1.0 / 6.0),
         ];
         for ((m, p), (em, ep)) in got.iter().zip(expected) {
             assert_eq!(*m, em);
@@ -362,6 +356,6 @@ mod tests {
         // Equal priors keep the legal moves' order, after the more likely ones.
         let got = children(&[0.0, 1.0, 0.0], &legal, 1.0);
         let order: Vec<Move> = got.iter().map(|&(m, _)| m).collect();
-        assert_eq!(order, [legal[1], legal[0], legal[2]]);
+        assert_eq!(order, [legal[1].0, legal[0].0, legal[2].0]);
     }
 }

@@ -241,7 +241,7 @@ impl<'a> Context<'a> {
     /// search.
     fn evaluate(&self, pending: Vec<PendingLeaf>) -> Result<(), SearchError> {
         let planes: Vec<InputPlanes> = pending.iter().map(|p| p.input.planes).collect();
-        let picks = policy_picks(&pending);
+        let picks = PolicyPicks::of_legal_moves(pending.iter().map(|p| p.input.legal.as_slice()));
         self.in_backend.fetch_add(1, Ordering::AcqRel);
         let call_start = Instant::now();
         let output = self.backend.evaluate_picked(&planes, &picks);
@@ -461,25 +461,6 @@ fn take_in(state: &mut TreeState, prepared: Vec<PreparedLeaf>, gathered: &mut Ga
     gathered.answered += answered;
     answered
 }
-
-/// The policy indices the backend is asked for: each pending leaf's legal moves', mapped here
-/// for the whole batch (on all cores where it is large) rather than leaf by leaf as the walks
-/// prepare them.
-fn policy_picks(pending: &[PendingLeaf]) -> PolicyPicks {
-    let per_leaf = map_leaves(
-        pending.iter().collect(),
-        || (),
-        |(), leaf| leaf.input.policy_indices().collect::<Vec<_>>(),
-    );
-    let mut picks = PolicyPicks::with_capacity(pending.len(), MOVES_PER_LEAF);
-    for indices in per_leaf {
-        picks.push(indices);
-    }
-    picks
-}
-
-/// Room for a leaf's legal moves in [`policy_picks`] (about a middlegame's number).
-const MOVES_PER_LEAF: usize = 40;
 
 /// A leaf waiting for the backend.
 struct PendingLeaf {
