@@ -1,12 +1,11 @@
 //! The leaves a gathering starts, and what is learned of each. The walk, holding the tree's
 //! lock, records only each leaf's path and moves; the leaves' positions are then played out,
 //! judged by the rules, encoded, hashed and looked up in the NN cache (which has a lock of its
-//! own) without the tree's lock and on all cores (lc0's task workers do the same), and the
+//! own) without the tree's lock and on the task workers (as lc0's do), and the
 //! tree's lock is taken again only to answer those known at once (game ends, proofs, cached
 //! positions) and to back up. The policy's softmax and the sort of each
 //! leaf's children after a backend call are likewise done before the lock is taken.
 
-use rayon::prelude::*;
 use shakmaty::Move;
 
 use lc0rs::backend::softmax;
@@ -16,11 +15,8 @@ use lc0rs::weights::format::InputFormat;
 
 use super::cache::{CachedEval, NnCache};
 use super::game_result;
+use super::tasks::TaskWorkers;
 use super::tree::{Proof, Tree};
-
-/// Leaves per task on the thread pool; fewer than twice this are prepared on the calling
-/// thread, where waking the pool would cost more than it saves.
-const LEAVES_PER_TASK: usize = 16;
 
 /// A leaf as the walk started it.
 pub(super) struct StartedLeaf {
@@ -77,16 +73,17 @@ pub(super) struct PreparedLeaf {
     pub outcome: LeafOutcome,
 }
 
-/// Plays out, judges and encodes `leaves` (from the root's position `root`), on all cores
-/// where there are enough of them.
+/// Plays out, judges and encodes `leaves` (from the root's position `root`), on the task
+/// workers where there are enough of them.
 pub(super) fn prepare(
+    tasks: &TaskWorkers,
     leaves: Vec<StartedLeaf>,
     root: &PositionHistory,
     format: InputFormat,
     fill: HistoryFill,
     cached: &CachedLookup<'_>,
 ) -> Vec<PreparedLeaf> {
-    map_leaves(
+    tasks.map(
         leaves,
         || Replay::new(root),
         |replay, leaf| {
@@ -105,26 +102,8 @@ pub(super) fn prepare(
     )
 }
 
-/// The NN cache's entry for a key, if it holds one (called from the thread pool).
+/// The NN cache's entry for a key, if it holds one (called from the task workers).
 pub(super) type CachedLookup<'c> = dyn Fn(u64) -> Option<CachedEval> + Sync + 'c;
-
-/// Maps `items` with a per-task state made by `init`: on the thread pool in tasks of at least
-/// [`LEAVES_PER_TASK`] items, or on this thread where there are few.
-pub(super) fn map_leaves<T: Send, S, R: Send>(
-    items: Vec<T>,
-    init: impl Fn() -> S + Sync + Send,
-    f: impl Fn(&mut S, T) -> R + Sync + Send,
-) -> Vec<R> {
-    if items.len() < 2 * LEAVES_PER_TASK {
-        let mut state = init();
-        return items.into_iter().map(|item| f(&mut state, item)).collect();
-    }
-    items
-        .into_par_iter()
-        .with_min_len(LEAVES_PER_TASK)
-        .map_init(init, f)
-        .collect()
-}
 
 /// What the rules and the input encoding say of the position `plies` below the root that
 /// `history` ends in. The legal moves are generated once, for the rules' verdict and for

@@ -12,6 +12,7 @@ mod pick;
 pub mod profile;
 mod ranking;
 pub mod stats;
+mod tasks;
 pub mod time;
 pub mod tree;
 mod worker;
@@ -29,6 +30,8 @@ use lc0rs::chess::history::HistoryEntry;
 use lc0rs::chess::{HistoryFill, PositionHistory, encode_position};
 
 use cache::NnCache;
+use tasks::TaskWorkers;
+pub use tasks::TaskWorkersError;
 use tree::{ROOT, Tree};
 use worker::{BatchTarget, Context, SearchStats, TreeState};
 
@@ -67,6 +70,9 @@ pub struct SearchParams {
     pub chess960: bool,
     /// Search threads over the one tree; 0 chooses by backend (see [`Search::threads`]).
     pub threads: usize,
+    /// Threads that help the search threads prepare leaves (lc0's TaskWorkers); `None`
+    /// chooses as lc0 does (see [`Search::task_workers`]).
+    pub task_workers: Option<usize>,
     /// Root moves reported in [`SearchInfo::lines`] (UCI MultiPV).
     pub multipv: usize,
     /// lc0's SmartPruningFactor: a search with a node or time limit ends once the best move
@@ -93,6 +99,7 @@ impl Default for SearchParams {
             max_tree_nodes: 40_000_000,
             chess960: false,
             threads: 0,
+            task_workers: None,
             multipv: 1,
             smart_pruning_factor: 0.0,
         }
@@ -229,6 +236,8 @@ pub enum SearchError {
     Backend(#[from] BackendError),
     #[error("a search thread failed")]
     ThreadFailed,
+    #[error(transparent)]
+    TaskWorkers(#[from] TaskWorkersError),
     #[error("searchmoves: {0} is not a legal move in the position searched")]
     IllegalSearchMove(String),
 }
@@ -252,6 +261,8 @@ pub struct Search {
     root: PositionHistory,
     /// The threads and minibatch the backend was last warmed up for.
     warmed: Option<(usize, usize)>,
+    /// Started for the last search, kept while their number stays.
+    tasks: TaskWorkers,
 }
 
 impl Search {
@@ -264,6 +275,7 @@ impl Search {
             tree: Tree::default(),
             root: PositionHistory::startpos(),
             warmed: None,
+            tasks: TaskWorkers::none(),
         }
     }
 
@@ -273,6 +285,7 @@ impl Search {
     /// search rather than during it. Does nothing when already done for these threads and
     /// minibatch.
     pub fn warm_up(&mut self) -> Result<(), SearchError> {
+        self.start_task_workers()?;
         let key = (self.threads(), self.minibatch());
         if self.warmed == Some(key) {
             return Ok(());
@@ -293,6 +306,25 @@ impl Search {
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
+    }
+
+    /// The task workers a search runs beside its threads: `params.task_workers`, or lc0's
+    /// default for [`Search::threads`] on this machine's cores and the backend.
+    pub fn task_workers(&self) -> usize {
+        self.params.task_workers.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            let on_cpu = self.backend.attributes().runs_on_cpu;
+            tasks::default_count(self.threads(), cores, on_cpu)
+        })
+    }
+
+    /// Starts [`Search::task_workers`] workers where another number runs now.
+    fn start_task_workers(&mut self) -> Result<(), TaskWorkersError> {
+        let count = self.task_workers();
+        if self.tasks.count() != count {
+            self.tasks = TaskWorkers::new(count)?;
+        }
+        Ok(())
     }
 
     /// The search threads a search runs: `params.threads`, or where that is 0 the backend's
@@ -390,6 +422,7 @@ impl Search {
             }
         }
         let start = Instant::now();
+        self.start_task_workers()?;
         let threads = self.threads();
         let cap = self.minibatch();
         let in_flight = leaves_per_round(cap, threads, &self.params);
@@ -398,6 +431,7 @@ impl Search {
         let params = &self.params;
         let context = Context {
             backend: &*self.backend,
+            tasks: &self.tasks,
             params: &self.params,
             fill: self.fill,
             root: &self.root,

@@ -19,10 +19,11 @@ use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory};
 use super::cache::{CachedEval, NnCache};
 use super::leaf::{
     self, LeafOutcome, NetInput, PreparedLeaf, StartedLeaf, answer_by_rules, children,
-    expand_and_back_up, map_leaves,
+    expand_and_back_up,
 };
 use super::pick::{Collision, Pass, PassInput, collision_budget};
 use super::profile::{Phase, SearchProfile};
+use super::tasks::TaskWorkers;
 use super::tree::{ROOT, Tree};
 use super::{SearchError, SearchParams};
 
@@ -117,6 +118,8 @@ pub(super) struct BatchTarget {
 /// What every thread of one search reads.
 pub(super) struct Context<'a> {
     pub backend: &'a dyn Backend,
+    /// Prepare the leaves of large passes and the children of a batch's leaves.
+    pub tasks: &'a TaskWorkers,
     pub params: &'a SearchParams,
     pub fill: HistoryFill,
     pub root: &'a PositionHistory,
@@ -295,7 +298,7 @@ impl<'a> Context<'a> {
     /// Each leaf's evaluation from the backend's output: its value and its children.
     fn evaluations(&self, output: &PickedOutput, pending: &[PendingLeaf]) -> Vec<CachedEval> {
         let temperature = self.params.policy_temperature;
-        map_leaves(
+        self.tasks.map(
             pending.iter().enumerate().collect(),
             || (),
             |(), (i, leaf)| CachedEval {
@@ -369,7 +372,8 @@ impl<'a> Context<'a> {
                 let start = Instant::now();
                 let format = self.backend.input_format();
                 let cached = |key| self.cache().get(key).cloned();
-                let prepared = leaf::prepare(started, self.root, format, self.fill, &cached);
+                let prepared =
+                    leaf::prepare(self.tasks, started, self.root, format, self.fill, &cached);
                 let leaves_time = start.elapsed();
                 state = self.lock_counted();
                 state.stats.profile.add(Phase::Leaves, leaves_time);

@@ -34,6 +34,7 @@ impl Engine {
             ),
             "option name BackendOptions type string default".to_owned(),
             "option name Threads type spin default 0 min 0 max 128".to_owned(),
+            "option name TaskWorkers type spin default -1 min -1 max 128".to_owned(),
             format!(
                 "option name MinibatchSize type spin default {} min 0 max 1024",
                 p.minibatch
@@ -114,6 +115,11 @@ impl Engine {
             "backend" => self.reload(|c| c.backend = value.to_owned()),
             "backendoptions" => self.reload(|c| c.backend_options = value.to_owned()),
             "threads" => params.threads = parse_in(value, 0, 128)?,
+            // lc0's −1: chosen by the cores, the search threads and the backend.
+            "taskworkers" => {
+                let count: i32 = parse_in(value, -1, 128)?;
+                params.task_workers = usize::try_from(count).ok();
+            }
             "minibatchsize" => params.minibatch = parse_in(value, 0, 1024)?,
             "cpuct" => params.cpuct = parse_in(value, 0.0, 100.0)?,
             "fpureduction" => params.fpu_reduction = parse_in(value, -10.0, 10.0)?,
