@@ -220,6 +220,12 @@ class Lc0rsNetwork : public Network {
                              : pblczero::NetworkFormat::MOVES_LEFT_NONE};
     const std::string name = backend ? backend : "";
     is_cpu_ = name == "cpu" || name == "hip-emu";
+    // Every batch size up to the minibatch lc0 is told to gather, from as many threads as it
+    // is told to run, is prepared now (a GPU backend's graph capture and GEMM choice), as
+    // lc0rs' own engine does before its first search: else the first search pays for it.
+    Check(lc0rs_net_prepare(net_, static_cast<size_t>(GetMiniBatchSize()),
+                            static_cast<size_t>(GetThreads())),
+          "lc0rs_net_prepare");
     CERR << "lc0rs " << lc0rs_version() << ": net " << source << " on backend "
          << (backend ? backend : "(the best available)") << " with options \""
          << options.passthrough << "\"; input format " << info_.input_format

@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 // The version of this interface: changes whenever a declaration in the header changes.
-#define LC0RS_ABI_VERSION 2
+#define LC0RS_ABI_VERSION 3
 
 // Policy logits per position (lc0's policy index, 0 ≤ index < 1858).
 #define LC0RS_POLICY_SIZE 1858
@@ -168,6 +168,18 @@ enum lc0rs_status lc0rs_net_free(lc0rs_net net);
 // `out` is NULL or valid for one write of an `lc0rs_net_info`.
 enum lc0rs_status lc0rs_net_get_info(lc0rs_net net,
                                      struct lc0rs_net_info *out);
+
+// Does the one-time work of each batch size (a GPU backend's graph capture and GEMM algorithm
+// choice) for computations of up to `max_batch` positions (at most the net's `max_batch`,
+// which a computation is evaluated in passes of) computed by up to `threads` threads at once,
+// so that no computation pays it; lc0rs' own engine does this before its first search.
+// Optional: without it, each size's first computation does the work. Both counts are at
+// least 1.
+//
+// Thread-safe.
+enum lc0rs_status lc0rs_net_prepare(lc0rs_net net,
+                                    size_t max_batch,
+                                    size_t threads);
 
 // Creates an empty computation on the network and stores its handle in `*out`.
 //

@@ -28,7 +28,7 @@ use lc0rs::netsource::NetSource;
 use lc0rs::weights::{LoadOptions, Model, WeightsError, load_model_bytes};
 
 /// The version of this interface: changes whenever a declaration in the header changes.
-pub const LC0RS_ABI_VERSION: u32 = 2;
+pub const LC0RS_ABI_VERSION: u32 = 3;
 /// Policy logits per position (lc0's policy index, 0 ≤ index < 1858).
 pub const LC0RS_POLICY_SIZE: usize = 1858;
 /// Input planes per position.
@@ -561,6 +561,37 @@ pub unsafe extern "C" fn lc0rs_net_get_info(net: Lc0rsNet, out: *mut Lc0rsNetInf
     })
 }
 
+/// Does the one-time work of each batch size (a GPU backend's graph capture and GEMM algorithm
+/// choice) for computations of up to `max_batch` positions (at most the net's `max_batch`,
+/// which a computation is evaluated in passes of) computed by up to `threads` threads at once,
+/// so that no computation pays it; lc0rs' own engine does this before its first search.
+/// Optional: without it, each size's first computation does the work. Both counts are at
+/// least 1.
+///
+/// Thread-safe.
+#[unsafe(no_mangle)]
+pub extern "C" fn lc0rs_net_prepare(
+    net: Lc0rsNet,
+    max_batch: usize,
+    threads: usize,
+) -> Lc0rsStatus {
+    boundary(|| {
+        for (what, given) in [("max_batch", max_batch), ("threads", threads)] {
+            if given == 0 {
+                return Err(Error::TooSmall {
+                    what,
+                    needed: 1,
+                    given,
+                });
+            }
+        }
+        let net = self::net(net)?;
+        let largest = net.backend.attributes().max_batch.max(1);
+        net.backend.prepare(max_batch.min(largest), threads)?;
+        Ok(())
+    })
+}
+
 /// Creates an empty computation on the network and stores its handle in `*out`.
 ///
 /// Thread-safe: many threads may each create and use their own computations of one network at
@@ -729,15 +760,22 @@ pub extern "C" fn lc0rs_computation_compute(computation: Lc0rsComputation) -> Lc
     boundary(|| {
         with_computation(computation, |c| {
             let max = c.net.backend.attributes().max_batch.max(1);
-            let mut output = BatchOutput::default();
+            let mut output: Option<BatchOutput> = None;
             for chunk in c.inputs.chunks(max) {
                 let part = c.net.backend.evaluate(chunk)?;
-                output.q.extend(part.q);
-                output.d.extend(part.d);
-                output.m.extend(part.m);
-                output.policy.extend(part.policy);
+                // The first pass's outputs are kept as they are (a batch within max_batch, the
+                // usual case, is not copied again); later passes are appended.
+                match &mut output {
+                    None => output = Some(part),
+                    Some(all) => {
+                        all.q.extend(part.q);
+                        all.d.extend(part.d);
+                        all.m.extend(part.m);
+                        all.policy.extend(part.policy);
+                    }
+                }
             }
-            c.output = Some(output);
+            c.output = Some(output.unwrap_or_default());
             Ok(())
         })
     })

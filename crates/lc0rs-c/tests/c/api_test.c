@@ -224,6 +224,14 @@ static void misuse(lc0rs_net net, size_t planes_count) {
     EXPECT(lc0rs_computation_size(net, &size), LC0RS_STATUS_INVALID_HANDLE, "computation");
     EXPECT(lc0rs_computation_size(c, NULL), LC0RS_STATUS_NULL_POINTER, "out");
 
+    /* Preparing: both counts at least 1, a live network; a batch above max_batch is taken as
+       max_batch. */
+    EXPECT(lc0rs_net_prepare(net, 0, 2), LC0RS_STATUS_OUT_OF_RANGE, "max_batch");
+    EXPECT(lc0rs_net_prepare(net, 8, 0), LC0RS_STATUS_OUT_OF_RANGE, "threads");
+    EXPECT(lc0rs_net_prepare(0xdeadbeef, 8, 2), LC0RS_STATUS_INVALID_HANDLE, "0xdeadbeef");
+    EXPECT(lc0rs_net_prepare(c, 8, 2), LC0RS_STATUS_INVALID_HANDLE, "network");
+    EXPECT(lc0rs_net_prepare(net, (size_t)1 << 40, 2), LC0RS_STATUS_OK, NULL);
+
     /* State: nothing to read before computing; refused positions add nothing. */
     EXPECT(lc0rs_computation_add_fen(c, NULL, "e2e4"), LC0RS_STATUS_OK, NULL);
     EXPECT(lc0rs_computation_get_q(c, 0, &value), LC0RS_STATUS_STATE, "not been computed");
@@ -308,6 +316,7 @@ static void misuse(lc0rs_net net, size_t planes_count) {
     EXPECT(lc0rs_net_free(other), LC0RS_STATUS_OK, NULL);
     EXPECT(lc0rs_net_free(other), LC0RS_STATUS_INVALID_HANDLE, "network");
     EXPECT(lc0rs_net_get_info(other, &info), LC0RS_STATUS_INVALID_HANDLE, "network");
+    EXPECT(lc0rs_net_prepare(other, 8, 1), LC0RS_STATUS_INVALID_HANDLE, "network");
     EXPECT(lc0rs_computation_create(other, &c), LC0RS_STATUS_INVALID_HANDLE, "network");
     EXPECT(lc0rs_computation_add_fen(c, NULL, "e2e4 e7e5"), LC0RS_STATUS_OK, NULL);
     EXPECT(lc0rs_computation_compute(c), LC0RS_STATUS_OK, NULL);
