@@ -200,3 +200,30 @@ fn stop_is_answered_while_the_backend_is_busy() {
         .count();
     assert_eq!(answers, 1, "{:?}", seen.1);
 }
+
+#[test]
+fn task_workers_take_lc0s_range_with_minus_one_for_its_default() {
+    let (mut engine, lines) = slow_engine();
+    engine.handle("setoption name TaskWorkers value 3");
+    assert_eq!(engine.params.task_workers, Some(3));
+    engine.handle("setoption name TaskWorkers value -1");
+    assert_eq!(engine.params.task_workers, None);
+    engine.handle("setoption name TaskWorkers value 2");
+    for refused in ["-2", "129", "many"] {
+        engine.handle(&format!("setoption name TaskWorkers value {refused}"));
+        assert_eq!(engine.params.task_workers, Some(2), "{refused}");
+        let told = written(&lines).last().cloned().unwrap_or_default();
+        assert!(told.contains("TaskWorkers") && told.contains(refused), "{told}");
+    }
+    // A search runs with the count set, and with the default again.
+    for count in ["0", "-1"] {
+        engine.handle(&format!("setoption name TaskWorkers value {count}"));
+        engine.handle("go nodes 1");
+        engine.join();
+    }
+    let answers = written(&lines)
+        .iter()
+        .filter(|l| l.starts_with("bestmove"))
+        .count();
+    assert_eq!(answers, 2, "{:?}", written(&lines));
+}
