@@ -213,7 +213,10 @@ fn task_workers_take_lc0s_range_with_minus_one_for_its_default() {
         engine.handle(&format!("setoption name TaskWorkers value {refused}"));
         assert_eq!(engine.params.task_workers, Some(2), "{refused}");
         let told = written(&lines).last().cloned().unwrap_or_default();
-        assert!(told.contains("TaskWorkers") && told.contains(refused), "{told}");
+        assert!(
+            told.contains("TaskWorkers") && told.contains(refused),
+            "{told}"
+        );
     }
     // A search runs with the count set, and with the default again.
     for count in ["0", "-1"] {
