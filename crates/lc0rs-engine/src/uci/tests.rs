@@ -81,6 +81,14 @@ fn nth_best_move(lines: &Lines, skip: usize) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// How many `bestmove` lines were written.
+fn best_moves(lines: &Lines) -> usize {
+    written(lines)
+        .iter()
+        .filter(|l| l.starts_with("bestmove"))
+        .count()
+}
+
 /// Waits until the running search has reported a principal variation (on a busy machine
 /// the Slow backend's batches take longer than their 300 ms).
 fn wait_for_a_best_move(engine: &Engine) {
@@ -116,11 +124,7 @@ fn isready_is_answered_at_once_after_any_command_during_a_search() {
         assert_eq!(written(&lines).last().unwrap(), "readyok", "{command}");
         engine.stop();
         engine.join();
-        let answers = written(&lines)
-            .iter()
-            .filter(|l| l.starts_with("bestmove"))
-            .count();
-        assert_eq!(answers, 1, "{command}: {:?}", written(&lines));
+        assert_eq!(best_moves(&lines), 1, "{command}: {:?}", written(&lines));
     }
 }
 
@@ -224,9 +228,5 @@ fn task_workers_take_lc0s_range_with_minus_one_for_its_default() {
         engine.handle("go nodes 1");
         engine.join();
     }
-    let answers = written(&lines)
-        .iter()
-        .filter(|l| l.starts_with("bestmove"))
-        .count();
-    assert_eq!(answers, 2, "{:?}", written(&lines));
+    assert_eq!(best_moves(&lines), 2, "{:?}", written(&lines));
 }
