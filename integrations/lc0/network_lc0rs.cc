@@ -211,27 +211,14 @@ class Lc0rsNetwork : public Network {
           "The lc0rs backend requires a network file (--weights) or "
           "weights= in --backend-opts.");
     }
-    Check(lc0rs_net_get_info(net_, &info_), "lc0rs_net_get_info");
-    capabilities_ = NetworkCapabilities{
-        static_cast<pblczero::NetworkFormat::InputFormat>(info_.input_format),
-        info_.has_wdl ? pblczero::NetworkFormat::OUTPUT_WDL
-                      : pblczero::NetworkFormat::OUTPUT_CLASSICAL,
-        info_.has_moves_left ? pblczero::NetworkFormat::MOVES_LEFT_V1
-                             : pblczero::NetworkFormat::MOVES_LEFT_NONE};
-    const std::string name = backend ? backend : "";
-    is_cpu_ = name == "cpu" || name == "hip-emu";
-    // Every batch size up to the minibatch lc0 is told to gather, from as many threads as it
-    // is told to run, is prepared now (a GPU backend's graph capture and GEMM choice), as
-    // lc0rs' own engine does before its first search: else the first search pays for it.
-    Check(lc0rs_net_prepare(net_, static_cast<size_t>(GetMiniBatchSize()),
-                            static_cast<size_t>(GetThreads())),
-          "lc0rs_net_prepare");
-    CERR << "lc0rs " << lc0rs_version() << ": net " << source << " on backend "
-         << (backend ? backend : "(the best available)") << " with options \""
-         << options.passthrough << "\"; input format " << info_.input_format
-         << (info_.has_wdl ? ", WDL" : "") << (info_.has_moves_left ? ", moves left" : "")
-         << ", max batch " << info_.max_batch << ", recommended batch "
-         << info_.recommended_batch << ".";
+    try {
+      Describe(options, backend, source);
+    } catch (...) {
+      // The destructor does not run for a constructor that throws.
+      lc0rs_net_free(net_);
+      net_ = 0;
+      throw;
+    }
   }
   ~Lc0rsNetwork() override {
     if (net_ != 0) lc0rs_net_free(net_);
@@ -251,6 +238,34 @@ class Lc0rsNetwork : public Network {
   bool IsCpu() const override { return is_cpu_; }
   int GetMiniBatchSize() const override {
     return info_.recommended_batch > 0 ? static_cast<int>(info_.recommended_batch) : 1;
+  }
+
+ private:
+  // Reads the net's capabilities, prepares its batch sizes and says what was opened.
+  void Describe(const Lc0rsOptions& options, const char* backend, const std::string& source) {
+    Check(lc0rs_net_get_info(net_, &info_), "lc0rs_net_get_info");
+    capabilities_ = NetworkCapabilities{
+        static_cast<pblczero::NetworkFormat::InputFormat>(info_.input_format),
+        info_.has_wdl ? pblczero::NetworkFormat::OUTPUT_WDL
+                      : pblczero::NetworkFormat::OUTPUT_CLASSICAL,
+        info_.has_moves_left ? pblczero::NetworkFormat::MOVES_LEFT_V1
+                             : pblczero::NetworkFormat::MOVES_LEFT_NONE};
+    const std::string name = backend ? backend : "";
+    is_cpu_ = name == "cpu" || name == "hip-emu";
+    // Every batch size up to the minibatch lc0 is told to gather, from as many search threads
+    // as lc0 then runs by default (GetThreads(), and one more where the backend is not a
+    // CPU's), is prepared now (a GPU backend's graph capture and GEMM choice), as lc0rs' own
+    // engine does before its first search: else the first search pays for it.
+    const int threads = Lc0rsNetwork::GetThreads() + (is_cpu_ ? 0 : 1);
+    Check(lc0rs_net_prepare(net_, static_cast<size_t>(Lc0rsNetwork::GetMiniBatchSize()),
+                            static_cast<size_t>(threads)),
+          "lc0rs_net_prepare");
+    CERR << "lc0rs " << lc0rs_version() << ": net " << source << " on backend "
+         << (backend ? backend : "(the best available)") << " with options \""
+         << options.passthrough << "\"; input format " << info_.input_format
+         << (info_.has_wdl ? ", WDL" : "") << (info_.has_moves_left ? ", moves left" : "")
+         << ", max batch " << info_.max_batch << ", recommended batch "
+         << info_.recommended_batch << ".";
   }
 
  private:

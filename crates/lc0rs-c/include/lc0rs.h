@@ -176,7 +176,9 @@ enum lc0rs_status lc0rs_net_get_info(lc0rs_net net,
 // Optional: without it, each size's first computation does the work. Both counts are at
 // least 1.
 //
-// Thread-safe.
+// Thread-safe: calls from several threads are made one after another (two preparations at
+// once could each hold some of a GPU's lanes while waiting for the others'); computations
+// may run meanwhile.
 enum lc0rs_status lc0rs_net_prepare(lc0rs_net net,
                                     size_t max_batch,
                                     size_t threads);

@@ -201,6 +201,9 @@ struct Registry {
     computations: Mutex<HashMap<u64, Arc<Mutex<Computation>>>>,
 }
 
+/// Held by [`lc0rs_net_prepare`] while it prepares.
+static PREPARING: Mutex<()> = Mutex::new(());
+
 static REGISTRY: LazyLock<Registry> = LazyLock::new(|| Registry {
     serial: AtomicU64::new(1),
     nets: Mutex::default(),
@@ -568,7 +571,9 @@ pub unsafe extern "C" fn lc0rs_net_get_info(net: Lc0rsNet, out: *mut Lc0rsNetInf
 /// Optional: without it, each size's first computation does the work. Both counts are at
 /// least 1.
 ///
-/// Thread-safe.
+/// Thread-safe: calls from several threads are made one after another (two preparations at
+/// once could each hold some of a GPU's lanes while waiting for the others'); computations
+/// may run meanwhile.
 #[unsafe(no_mangle)]
 pub extern "C" fn lc0rs_net_prepare(
     net: Lc0rsNet,
@@ -587,6 +592,7 @@ pub extern "C" fn lc0rs_net_prepare(
         }
         let net = self::net(net)?;
         let largest = net.backend.attributes().max_batch.max(1);
+        let _one_at_a_time = lock(&PREPARING);
         net.backend.prepare(max_batch.min(largest), threads)?;
         Ok(())
     })

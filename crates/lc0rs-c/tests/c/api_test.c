@@ -230,7 +230,7 @@ static void misuse(lc0rs_net net, size_t planes_count) {
     EXPECT(lc0rs_net_prepare(net, 8, 0), LC0RS_STATUS_OUT_OF_RANGE, "threads");
     EXPECT(lc0rs_net_prepare(0xdeadbeef, 8, 2), LC0RS_STATUS_INVALID_HANDLE, "0xdeadbeef");
     EXPECT(lc0rs_net_prepare(c, 8, 2), LC0RS_STATUS_INVALID_HANDLE, "network");
-    EXPECT(lc0rs_net_prepare(net, (size_t)1 << 40, 2), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_net_prepare(net, SIZE_MAX, 2), LC0RS_STATUS_OK, NULL);
 
     /* State: nothing to read before computing; refused positions add nothing. */
     EXPECT(lc0rs_computation_add_fen(c, NULL, "e2e4"), LC0RS_STATUS_OK, NULL);

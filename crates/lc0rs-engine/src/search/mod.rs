@@ -70,8 +70,8 @@ pub struct SearchParams {
     pub chess960: bool,
     /// Search threads over the one tree; 0 chooses by backend (see [`Search::threads`]).
     pub threads: usize,
-    /// Threads that help the search threads prepare leaves (lc0's TaskWorkers); `None`
-    /// chooses as lc0 does (see [`Search::task_workers`]).
+    /// Threads that help each search thread prepare leaves (lc0's TaskWorkers, per search
+    /// thread); `None` chooses as lc0 does (see [`Search::task_workers`]).
     pub task_workers: Option<usize>,
     /// Root moves reported in [`SearchInfo::lines`] (UCI MultiPV).
     pub multipv: usize,
@@ -308,14 +308,19 @@ impl Search {
         &self.backend
     }
 
-    /// The task workers a search runs beside its threads: `params.task_workers`, or lc0's
-    /// default for [`Search::threads`] on this machine's cores and the backend.
+    /// The task workers a search runs beside its threads, in one pool they share:
+    /// `params.task_workers` for each of [`Search::threads`], or lc0's default for them on
+    /// this machine's cores and the backend.
     pub fn task_workers(&self) -> usize {
-        self.params.task_workers.unwrap_or_else(|| {
-            let cores = std::thread::available_parallelism().map_or(1, usize::from);
-            let on_cpu = self.backend.attributes().runs_on_cpu;
-            tasks::default_count(self.threads(), cores, on_cpu)
-        })
+        let threads = self.threads();
+        match self.params.task_workers {
+            Some(per_thread) => per_thread.saturating_mul(threads),
+            None => {
+                let cores = std::thread::available_parallelism().map_or(1, usize::from);
+                let on_cpu = self.backend.attributes().runs_on_cpu;
+                tasks::default_count(threads, cores, on_cpu)
+            }
+        }
     }
 
     /// Starts [`Search::task_workers`] workers where another number runs now.

@@ -272,9 +272,9 @@ fn share_of(shares: &mut Vec<Share>, first: usize, child: u32) -> &mut Share {
 }
 
 /// The PUCT terms of one node's children during a pass, and their ranking. Every child's
-/// terms are computed when the split starts, in the one reading of the children's statistics
-/// that the node's visited policy needs anyway (see [`Puct`]); the scan then reads only
-/// these terms.
+/// terms are computed when the split starts, right after the pass over the children's
+/// statistics that the node's visited policy needs anyway (see [`Puct`]), while they are in
+/// the cache; the scan then reads only these terms.
 #[derive(Default)]
 struct ChildScores {
     /// The node's edges.
@@ -316,8 +316,8 @@ impl Terms {
 }
 
 impl ChildScores {
-    /// Starts on node `index`, keeping the buffers' memory: reads each child's statistics
-    /// once (for the visited policy, then, from the cache, for its terms).
+    /// Starts on node `index`, keeping the buffers' memory: the children's statistics are
+    /// read for the visited policy, then again, from the cache, for their terms.
     fn reset(&mut self, tree: &Tree, params: &SearchParams, index: u32) {
         self.children = tree.children(index);
         self.puct = Puct::at(tree, params, index);

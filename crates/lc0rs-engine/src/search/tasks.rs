@@ -1,10 +1,10 @@
-//! The search's task workers (lc0's TaskWorkers): the threads that prepare a pass's leaves and
-//! turn a batch's policies into children beside the search threads. They are a pool of the
-//! search's own, sized as lc0 sizes its task workers, not the process's global pool of a
-//! thread per core: an idle pool thread spins for a while before it sleeps, and with a thread
-//! per core that spinning takes the cores (or, on a CPU with two hardware threads a core, the
-//! core's other half) from the search threads themselves, and from any other engine on the
-//! host.
+//! The search's task workers (lc0's TaskWorkers): the threads that prepare a large pass's
+//! leaves and turn a batch's policies into children for the search threads, which wait for
+//! them meanwhile (lc0's search thread takes a share itself). They are a pool of the search's
+//! own, sized as lc0 sizes its task workers, not the process's global pool of a thread per
+//! core: an idle pool thread spins for a while before it sleeps, and with a thread per core
+//! that spinning takes the cores (or, on a CPU with two hardware threads a core, the core's
+//! other half) from the search threads themselves, and from any other engine on the host.
 
 use rayon::prelude::*;
 
@@ -81,7 +81,9 @@ impl TaskWorkers {
 
 /// lc0's default number of task workers for `threads` search threads on `cores` hardware
 /// threads: none where the backend computes on the CPU (it uses the cores itself), else for
-/// each search thread `cores / max(threads − 1, 1) − 1`, at most 4.
+/// each search thread `cores / max(threads − 1, 1) − 1`, at most 4. Where that quotient is 0
+/// (fewer cores than search threads less one), lc0's unsigned arithmetic wraps round to 4;
+/// here it gives none.
 pub(super) fn default_count(threads: usize, cores: usize, runs_on_cpu: bool) -> usize {
     if runs_on_cpu {
         return 0;
