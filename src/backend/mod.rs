@@ -176,6 +176,25 @@ impl BatchOutput {
     }
 }
 
+/// Evaluates any number of positions, in passes of at most the backend's `max_batch` (for an
+/// embedder, whose batches are its own). The first pass's outputs are kept as they are, so a
+/// batch within `max_batch`, the usual case, is not copied again; later passes are appended.
+pub fn evaluate_in_passes(
+    backend: &dyn Backend,
+    planes: &[InputPlanes],
+) -> Result<BatchOutput, BackendError> {
+    let max = backend.attributes().max_batch.max(1);
+    let mut output: Option<BatchOutput> = None;
+    for chunk in planes.chunks(max) {
+        let part = backend.evaluate(chunk)?;
+        match &mut output {
+            None => output = Some(part),
+            Some(all) => all.extend(part),
+        }
+    }
+    Ok(output.unwrap_or_default())
+}
+
 /// Win, draw and loss probabilities from Q = W − L and D.
 pub fn wdl(q: f32, d: f32) -> [f32; 3] {
     [(1.0 - d + q) / 2.0, d, (1.0 - d - q) / 2.0]

@@ -174,6 +174,7 @@ impl Backend for RandomBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::evaluate_in_passes;
     use crate::chess::{HistoryFill, PositionHistory, encode_position};
     use crate::netsource::NetSource;
     use crate::weights::LoadOptions;
@@ -248,6 +249,36 @@ mod tests {
                 .evaluate_picked(&batch, &PolicyPicks::default())
                 .is_err()
         );
+    }
+
+    #[test]
+    fn passes_of_max_batch_give_each_positions_own_outputs() {
+        let specs = [
+            "startpos",
+            "startpos moves e2e4",
+            "startpos moves d2d4 d7d5",
+            "startpos moves g1f3",
+            "startpos moves e2e4 c7c5",
+            "startpos moves c2c4",
+            "startpos moves e2e4 e7e5 g1f3",
+        ];
+        let batch: Vec<InputPlanes> = specs.iter().map(|s| planes(s)).collect();
+        let one_by_one = backend("");
+        for max_batch in [1, 3, 7, 64] {
+            let b = backend(&format!("max_batch={max_batch}"));
+            let all = evaluate_in_passes(&b, &batch).unwrap();
+            assert_eq!(all.len(), specs.len(), "max_batch {max_batch}");
+            for (i, p) in batch.iter().enumerate() {
+                let own = one_by_one.evaluate(std::slice::from_ref(p)).unwrap();
+                assert_eq!(
+                    (all.q[i], all.d[i], all.m[i]),
+                    (own.q[0], own.d[0], own.m[0]),
+                    "max_batch {max_batch}, position {i}"
+                );
+                assert_eq!(all.policy_of(i), own.policy_of(0), "max_batch {max_batch}");
+            }
+        }
+        assert!(evaluate_in_passes(&one_by_one, &[]).unwrap().is_empty());
     }
 
     #[test]

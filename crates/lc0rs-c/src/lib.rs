@@ -18,7 +18,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use lc0rs::backend::{Backend, BackendError, BatchOutput, best_backend_name, create_backend};
+use lc0rs::backend::{
+    Backend, BackendError, BatchOutput, best_backend_name, create_backend, evaluate_in_passes,
+};
 use lc0rs::chess::castling::uci_notation;
 use lc0rs::chess::policy_index::entry_moves_with_indices;
 use lc0rs::chess::{
@@ -765,23 +767,7 @@ pub unsafe extern "C" fn lc0rs_computation_size(
 pub extern "C" fn lc0rs_computation_compute(computation: Lc0rsComputation) -> Lc0rsStatus {
     boundary(|| {
         with_computation(computation, |c| {
-            let max = c.net.backend.attributes().max_batch.max(1);
-            let mut output: Option<BatchOutput> = None;
-            for chunk in c.inputs.chunks(max) {
-                let part = c.net.backend.evaluate(chunk)?;
-                // The first pass's outputs are kept as they are (a batch within max_batch, the
-                // usual case, is not copied again); later passes are appended.
-                match &mut output {
-                    None => output = Some(part),
-                    Some(all) => {
-                        all.q.extend(part.q);
-                        all.d.extend(part.d);
-                        all.m.extend(part.m);
-                        all.policy.extend(part.policy);
-                    }
-                }
-            }
-            c.output = Some(output.unwrap_or_default());
+            c.output = Some(evaluate_in_passes(&*c.net.backend, &c.inputs)?);
             Ok(())
         })
     })

@@ -10,7 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use lc0rs::backend::{
-    Backend, BatchOutput, best_backend_name, create_backend, legal_move_probabilities,
+    Backend, BatchOutput, best_backend_name, create_backend, evaluate_in_passes,
+    legal_move_probabilities,
 };
 use lc0rs::board::{INPUT_PLANES, POLICY_SIZE};
 use lc0rs::chess::castling::uci_notation;
@@ -57,16 +58,7 @@ fn bytes_of<'py>(py: Python<'py>, values: &[f32]) -> Bound<'py, PyBytes> {
 impl Net {
     /// Evaluates in passes of at most the backend's batch size.
     fn evaluate(&self, planes: &[InputPlanes]) -> PyResult<BatchOutput> {
-        let max = self.backend.attributes().max_batch.max(1);
-        let mut output = BatchOutput::default();
-        for chunk in planes.chunks(max) {
-            let part = self.backend.evaluate(chunk).map_err(error)?;
-            output.q.extend(part.q);
-            output.d.extend(part.d);
-            output.m.extend(part.m);
-            output.policy.extend(part.policy);
-        }
-        Ok(output)
+        evaluate_in_passes(&*self.backend, planes).map_err(error)
     }
 
     fn outputs<'py>(
