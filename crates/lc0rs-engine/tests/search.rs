@@ -597,3 +597,28 @@ fn a_position_searched_again_is_answered_from_the_nn_cache() {
     assert_eq!(again.info.pv, first.info.pv);
     assert_eq!(search.root_visits(), 300);
 }
+
+#[test]
+fn task_workers_count_per_search_thread_and_none_beside_a_cpu_backend() {
+    let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+    let with = |threads, task_workers| {
+        Search::new(
+            backend.clone(),
+            SearchParams {
+                threads,
+                task_workers,
+                ..SearchParams::default()
+            },
+        )
+    };
+    // As lc0's TaskWorkers: a count for each search thread, in one pool.
+    assert_eq!(with(2, Some(3)).task_workers(), 6);
+    assert_eq!(with(1, Some(0)).task_workers(), 0);
+    // lc0's default gives none beside a backend that computes on the CPU.
+    assert_eq!(with(2, None).task_workers(), 0);
+    // A search runs with workers set beside the cpu backend too.
+    let mut search = with(2, Some(2));
+    search.set_position(history("startpos"));
+    let result = search_nodes(&mut search, 200);
+    assert!(result.info.nodes >= 200, "{:?}", result.info.nodes);
+}
