@@ -268,7 +268,6 @@ class Lc0rsNetwork : public Network {
          << info_.recommended_batch << ".";
   }
 
- private:
   lc0rs_net net_ = 0;
   lc0rs_net_info info_{};
   NetworkCapabilities capabilities_{};
