@@ -156,7 +156,10 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
     /// counts of those that take visits; the shares go on the end of `self.shares`.
     fn split(&mut self, index: u32, mut limit: u32) {
         let mut scores = std::mem::take(&mut self.scores);
-        scores.reset(self.tree, self.input.params, index);
+        // Away from the root (where `searchmoves` and smart pruning may skip children) every
+        // child may be searched: see [`ChildScores::reset`].
+        let reach = (index != ROOT).then_some(limit);
+        scores.reset(self.tree, self.input.params, index, reach);
         let first = self.shares.len();
         while limit > 0 {
             let Some(choice) = self.best_two(&mut scores, index) else {
@@ -174,7 +177,9 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
                 }
                 None => limit,
             };
-            let child_index = self.tree.spawn_child(scores.children.start + best as u32);
+            let child_index = self
+                .tree
+                .spawn_child(index, scores.children.start + best as u32);
             let share = share_of(&mut self.shares, first, child_index);
             share.visits += new_visits;
             limit -= new_visits;
@@ -318,12 +323,24 @@ impl Terms {
 impl ChildScores {
     /// Starts on node `index`, keeping the buffers' memory: the children's statistics are
     /// read for the visited policy, then again, from the cache, for their terms.
-    fn reset(&mut self, tree: &Tree, params: &SearchParams, index: u32) {
+    ///
+    /// With `reach` set (a split of that many visits where every child may be searched), only
+    /// the children the split can reach get terms, as lc0 bounds its scan: the children after
+    /// [`Tree::spawned_edges`] are unvisited and score in the order of their priors, a block
+    /// that takes one starts it, and the scan reads one past the first unstarted child; so
+    /// `reach` blocks read no further than `reach` children past the spawned ones.
+    fn reset(&mut self, tree: &Tree, params: &SearchParams, index: u32, reach: Option<u32>) {
         self.children = tree.children(index);
         self.puct = Puct::at(tree, params, index);
         self.terms.clear();
         let puct = &self.puct;
-        self.terms.extend(tree.edges_of(index).iter().map(|edge| {
+        let all = tree.edges_of(index);
+        let reached = reach.map_or(all.len(), |visits| {
+            let visits = usize::try_from(visits).unwrap_or(usize::MAX);
+            all.len()
+                .min(tree.spawned_count(index).saturating_add(visits).saturating_add(1))
+        });
+        self.terms.extend(all[..reached].iter().map(|edge| {
             let stats = tree.stats(edge);
             Terms::new(
                 f64::from(edge.prior) * puct.mult,
@@ -381,8 +398,9 @@ pub(super) struct Puct {
 
 impl Puct {
     pub fn at(tree: &Tree, p: &SearchParams, index: u32) -> Self {
+        // Only spawned children can have visits.
         let children = tree
-            .edges_of(index)
+            .spawned_edges(index)
             .iter()
             .map(|e| (e.prior, tree.stats(e)));
         Self::new(tree.node(index), p, children)

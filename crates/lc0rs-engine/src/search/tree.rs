@@ -68,6 +68,10 @@ pub struct Node {
     edge: u32,
     /// How many edges it has (a chess position has at most 218 legal moves).
     edge_count: u8,
+    /// One past the last of its edges whose child has a node: the edges from here on have
+    /// never been visited, so they score in the order of their priors (see
+    /// [`Tree::spawned_edges`]).
+    spawned: u8,
     pub expanded: bool,
     /// Where the proof is lc0's two-fold draw (the position repeats one inside the search, so
     /// that either side could repeat it again): the plies of that cycle. Such a draw holds only
@@ -93,6 +97,7 @@ impl Node {
             first_edge: 0,
             edge,
             edge_count: 0,
+            spawned: 0,
             expanded: false,
             two_fold: 0,
             proof: None,
@@ -151,6 +156,18 @@ impl Tree {
             .run(node.first_edge, usize::from(node.edge_count))
     }
 
+    /// The edges of node `index` up to the last whose child has a node: every visited child is
+    /// among them, and the edges after them are unvisited, most likely first.
+    pub fn spawned_edges(&self, index: u32) -> &[Edge] {
+        let node = self.node(index);
+        self.edges.run(node.first_edge, usize::from(node.spawned))
+    }
+
+    /// How many edges of node `index` [`Tree::spawned_edges`] holds.
+    pub fn spawned_count(&self, index: u32) -> usize {
+        usize::from(self.node(index).spawned)
+    }
+
     pub fn edge(&self, edge: u32) -> &Edge {
         self.edges.get(edge)
     }
@@ -174,12 +191,18 @@ impl Tree {
         }
     }
 
-    /// The child node behind `edge`, made where it has none yet (a visit starts there).
-    pub fn spawn_child(&mut self, edge: u32) -> u32 {
+    /// The child node behind `edge`, an edge of `parent`, made where it has none yet (a visit
+    /// starts there).
+    pub fn spawn_child(&mut self, parent: u32, edge: u32) -> u32 {
         match self.edge(edge).node {
             NONE => {
                 let node = self.nodes.push(Node::new(edge));
                 self.edges.get_mut(edge).node = node;
+                let parent = self.node_mut(parent);
+                debug_assert!(parent.first_edge <= edge);
+                let offset = u8::try_from(edge - parent.first_edge + 1).expect("at most 218 edges");
+                debug_assert!(offset <= parent.edge_count);
+                parent.spawned = parent.spawned.max(offset);
                 node
             }
             node => node,
@@ -341,9 +364,11 @@ impl Tree {
             tree.node_mut(new).first_edge = first_edge;
             for (edge, old_edge) in (first_edge..).zip(self.children(old)) {
                 if let Some(old_child) = self.child_node(old_edge) {
-                    let child = tree.spawn_child(edge);
+                    let child = tree.spawn_child(new, edge);
+                    let spawned = tree.node(child).spawned;
                     *tree.node_mut(child) = Node {
                         edge,
+                        spawned,
                         ..self.node(old_child).clone()
                     };
                     copied.push((old_child, child));
@@ -415,7 +440,7 @@ mod tests {
 
     /// The node behind edge `i` of `parent`, made for the test.
     fn spawn(tree: &mut Tree, parent: u32, i: u32) -> u32 {
-        tree.spawn_child(tree.children(parent).start + i)
+        tree.spawn_child(parent, tree.children(parent).start + i)
     }
 
     #[test]
@@ -434,8 +459,8 @@ mod tests {
         assert_eq!(tree.child_node(edge), None);
         assert_eq!((tree.child(edge).visits, tree.child(edge).proof), (0, None));
         assert_eq!(tree.size(), 3);
-        let node = tree.spawn_child(edge);
-        assert_eq!(tree.spawn_child(edge), node);
+        let node = tree.spawn_child(ROOT, edge);
+        assert_eq!(tree.spawn_child(ROOT, edge), node);
         assert_eq!(tree.child_node(edge), Some(node));
         assert_eq!(tree.mv(node), Some(moves[1]));
         assert_eq!(tree.mv(ROOT), None);

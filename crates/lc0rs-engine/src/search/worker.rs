@@ -263,7 +263,7 @@ impl<'a> Context<'a> {
                 stats.batches += 1;
                 stats.evaluated += pending.len() as u64;
                 to_cache.reserve(pending.len());
-                for (leaf, eval) in pending.into_iter().zip(evals) {
+                for (leaf, eval) in pending.iter().zip(evals) {
                     expand_and_back_up(tree, &leaf.path, &eval);
                     stats.record_depth(leaf.path.len());
                     to_cache.push((leaf.input.key, eval));
@@ -286,6 +286,8 @@ impl<'a> Context<'a> {
             .add(Phase::BackUp, back_up_start.elapsed());
         drop(state);
         self.backed_up.notify_all();
+        // The leaves' paths and inputs are freed here, not while the tree is locked.
+        drop(pending);
         if !to_cache.is_empty() {
             let mut cache = self.cache();
             for (key, eval) in to_cache {
