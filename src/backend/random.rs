@@ -6,7 +6,10 @@
 //! As lc0's: Q uniform in [−1, 1), D uniform in [0, 1 − |Q|), no moves left, and each policy
 //! logit uniform in [0, 3) (after the softmax the least likely move has about 0.05 of the most
 //! likely one's weight); `uniform=true` gives Q = D = 0 and equal logits; `delay=MS` sleeps
-//! that long in every call, standing in for a network's time.
+//! that long in every call, standing in for a network's time. Beyond lc0's: `policy_spread`
+//! (the logits' range, 3 by default) and `q_spread` (Q uniform in [−q_spread, q_spread), 1 by
+//! default) make the outputs look more like a trained net's (a sharper policy, calmer values),
+//! whose searches build narrower, deeper trees than lc0's random outputs do.
 
 use std::time::Duration;
 
@@ -21,7 +24,7 @@ use crate::weights::format::InputFormat;
 
 const NAME: &str = "random";
 const DEFAULT_MAX_BATCH: usize = 1024;
-/// The largest policy logit (lc0's `a`).
+/// The logits' range by default (lc0's `a`).
 const POLICY_SPREAD: f32 = 3.0;
 
 pub struct RandomBackend {
@@ -29,12 +32,14 @@ pub struct RandomBackend {
     delay: Duration,
     seed: u64,
     uniform: bool,
+    policy_spread: f32,
+    q_spread: f32,
     max_batch: usize,
 }
 
 impl RandomBackend {
     /// Options: `delay` (ms a call, default 0), `seed` (default 0), `uniform` (default false),
-    /// `max_batch` (default 1024).
+    /// `policy_spread` (default 3), `q_spread` (default 1, at most 1), `max_batch` (default 1024).
     pub fn new(network: &Model, options: &BackendOptions) -> Result<Self, BackendError> {
         let max_batch = options
             .get::<usize>(NAME, "max_batch")?
@@ -47,8 +52,16 @@ impl RandomBackend {
                 reason: "must be at least 1".to_owned(),
             });
         }
+        let policy_spread = options
+            .get::<f32>(NAME, "policy_spread")?
+            .unwrap_or(POLICY_SPREAD);
+        let q_spread = options.get::<f32>(NAME, "q_spread")?.unwrap_or(1.0);
+        check_range("policy_spread", policy_spread, 0.0, 50.0)?;
+        check_range("q_spread", q_spread, 0.0, 1.0)?;
         Ok(Self {
             input: network.format().input,
+            policy_spread,
+            q_spread,
             delay: Duration::from_millis(options.get::<u64>(NAME, "delay")?.unwrap_or(0)),
             seed: options.get::<u64>(NAME, "seed")?.unwrap_or(0),
             uniform: options.get::<bool>(NAME, "uniform")?.unwrap_or(false),
@@ -69,7 +82,7 @@ impl RandomBackend {
             return (0.0, 0.0, 0);
         }
         let hash = self.position_hash(planes);
-        let q = ((hash % 200_000) as f32 - 100_000.0) / 100_000.0;
+        let q = ((hash % 200_000) as f32 - 100_000.0) / 100_000.0 * self.q_spread;
         let d = (1.0 - q.abs()) * (mix(hash ^ 0x4d2) % 10_000) as f32 / 10_000.0;
         (q, d, hash)
     }
@@ -81,7 +94,7 @@ impl RandomBackend {
             return 1.0;
         }
         let x = (hash ^ index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        ((x >> 40) % 10_000) as f32 * (POLICY_SPREAD / 10_000.0)
+        ((x >> 40) % 10_000) as f32 * (self.policy_spread / 10_000.0)
     }
 
     /// Sleeps the `delay` a call is given.
@@ -90,6 +103,19 @@ impl RandomBackend {
             std::thread::sleep(self.delay);
         }
     }
+}
+
+/// An error unless `value` of option `key` lies in `[low, high]` (NaN never does).
+fn check_range(key: &str, value: f32, low: f32, high: f32) -> Result<(), BackendError> {
+    if (low..=high).contains(&value) {
+        return Ok(());
+    }
+    Err(BackendError::BadOption {
+        backend: NAME.to_owned(),
+        key: key.to_owned(),
+        value: value.to_string(),
+        reason: format!("must lie in [{low}, {high}]"),
+    })
 }
 
 /// A splitmix64 step: every bit of the input reaches every bit of the output.
@@ -214,6 +240,36 @@ mod tests {
         }
         let other_seed = backend("seed=7").evaluate(&[a]).unwrap();
         assert_ne!(other_seed.q[0], out.q[0]);
+    }
+
+    #[test]
+    fn spreads_scale_the_values_and_logits() {
+        let batch: Vec<InputPlanes> = ["startpos", "startpos moves e2e4", "startpos moves d2d4"]
+            .into_iter()
+            .map(planes)
+            .collect();
+        let wide = backend("").evaluate(&batch).unwrap();
+        let sharp = backend("policy_spread=9,q_spread=0.25")
+            .evaluate(&batch)
+            .unwrap();
+        for i in 0..batch.len() {
+            // The same draws, scaled: Q by a quarter, each logit by three.
+            assert!((sharp.q[i] - wide.q[i] * 0.25).abs() < 1e-6);
+            for (s, w) in sharp.policy_of(i).iter().zip(wide.policy_of(i)) {
+                assert!((s - w * 3.0).abs() < 1e-4, "{s} vs {w}");
+            }
+        }
+        for bad in [
+            "q_spread=1.5",
+            "q_spread=-0.1",
+            "policy_spread=NaN",
+            "policy_spread=51",
+        ] {
+            let err = RandomBackend::new(&tiny(), &BackendOptions::parse(bad).unwrap());
+            let message = err.err().map(|e| e.to_string()).unwrap_or_default();
+            let key = bad.split('=').next().unwrap();
+            assert!(message.contains(key), "{bad}: {message}");
+        }
     }
 
     #[test]

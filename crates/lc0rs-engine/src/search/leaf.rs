@@ -6,6 +6,8 @@
 //! positions) and to back up. The policy's softmax and the sort of each
 //! leaf's children after a backend call are likewise done before the lock is taken.
 
+use std::sync::Mutex;
+
 use shakmaty::Move;
 
 use lc0rs::backend::softmax;
@@ -74,24 +76,29 @@ pub(super) struct PreparedLeaf {
 }
 
 /// Plays out, judges and encodes `leaves` (from the root's position `root`), on the task
-/// workers where there are enough of them.
-pub(super) fn prepare(
-    tasks: &TaskWorkers,
+/// workers where there are enough of them; each is looked up in the NN `cache` (whose lock is
+/// taken for each lookup alone).
+pub(super) fn prepare<'c>(
+    tasks: &TaskWorkers<'c>,
     leaves: Vec<StartedLeaf>,
-    root: &PositionHistory,
+    root: &'c PositionHistory,
     format: InputFormat,
     fill: HistoryFill,
-    cached: &CachedLookup<'_>,
+    cache: &'c Mutex<&mut NnCache>,
 ) -> Vec<PreparedLeaf> {
+    let cached = move |key| {
+        let cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.get(key).cloned()
+    };
     tasks.map(
         leaves,
-        || Replay::new(root),
-        |replay, leaf| {
+        move || Replay::new(root),
+        move |replay, leaf| {
             let outcome = match leaf.proof {
                 Some(proof) => LeafOutcome::Proven(proof),
                 None => {
                     let history = replay.to(&leaf.moves);
-                    outcome(history, leaf.moves.len(), format, fill, cached)
+                    outcome(history, leaf.moves.len(), format, fill, &cached)
                 }
             };
             PreparedLeaf {
@@ -103,7 +110,7 @@ pub(super) fn prepare(
 }
 
 /// The NN cache's entry for a key, if it holds one (called from the task workers).
-pub(super) type CachedLookup<'c> = dyn Fn(u64) -> Option<CachedEval> + Sync + 'c;
+type CachedLookup<'c> = dyn Fn(u64) -> Option<CachedEval> + 'c;
 
 /// What the rules and the input encoding say of the position `plies` below the root that
 /// `history` ends in. The legal moves are generated once, for the rules' verdict and for

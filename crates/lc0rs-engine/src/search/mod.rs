@@ -261,8 +261,6 @@ pub struct Search {
     root: PositionHistory,
     /// The threads and minibatch the backend was last warmed up for.
     warmed: Option<(usize, usize)>,
-    /// Started for the last search, kept while their number stays.
-    tasks: TaskWorkers,
 }
 
 impl Search {
@@ -275,7 +273,6 @@ impl Search {
             tree: Tree::default(),
             root: PositionHistory::startpos(),
             warmed: None,
-            tasks: TaskWorkers::none(),
         }
     }
 
@@ -285,7 +282,6 @@ impl Search {
     /// search rather than during it. Does nothing when already done for these threads and
     /// minibatch.
     pub fn warm_up(&mut self) -> Result<(), SearchError> {
-        self.start_task_workers()?;
         let key = (self.threads(), self.minibatch());
         if self.warmed == Some(key) {
             return Ok(());
@@ -308,7 +304,7 @@ impl Search {
         &self.backend
     }
 
-    /// The task workers a search runs beside its threads, in one pool they share:
+    /// The task workers a search runs beside its threads, shared by them:
     /// `params.task_workers` for each of [`Search::threads`], or lc0's default for them on
     /// this machine's cores and the backend.
     pub fn task_workers(&self) -> usize {
@@ -321,15 +317,6 @@ impl Search {
                 tasks::default_count(threads, cores, on_cpu)
             }
         }
-    }
-
-    /// Starts [`Search::task_workers`] workers where another number runs now.
-    fn start_task_workers(&mut self) -> Result<(), TaskWorkersError> {
-        let count = self.task_workers();
-        if self.tasks.count() != count {
-            self.tasks = TaskWorkers::new(count)?;
-        }
-        Ok(())
     }
 
     /// The search threads a search runs: `params.threads`, or where that is 0 the backend's
@@ -427,7 +414,7 @@ impl Search {
             }
         }
         let start = Instant::now();
-        self.start_task_workers()?;
+        let task_workers = self.task_workers();
         let threads = self.threads();
         let cap = self.minibatch();
         let in_flight = leaves_per_round(cap, threads, &self.params);
@@ -436,7 +423,6 @@ impl Search {
         let params = &self.params;
         let context = Context {
             backend: &*self.backend,
-            tasks: &self.tasks,
             params: &self.params,
             fill: self.fill,
             root: &self.root,
@@ -456,34 +442,38 @@ impl Search {
             in_backend: AtomicUsize::new(0),
             batches_in_flight: AtomicUsize::new(0),
         };
+        // Declared after what its work borrows, so that it is dropped first.
+        let tasks = TaskWorkers::new(task_workers);
         let outcome = std::thread::scope(|scope| {
-            let helpers: Vec<_> = (1..threads)
-                .map(|_| scope.spawn(|| context.run_thread(&plan, &mut || {})))
-                .collect();
-            let mut report = || {
-                let info = {
-                    let hashfull = context.cache_fill();
-                    let state = context.lock();
-                    info(
-                        &state,
-                        params,
-                        &limits.searchmoves,
-                        start.elapsed(),
-                        hashfull,
-                    )
+            tasks.run(scope, || {
+                let helpers: Vec<_> = (1..threads)
+                    .map(|_| scope.spawn(|| context.run_thread(&tasks, &plan, &mut || {})))
+                    .collect();
+                let mut report = || {
+                    let info = {
+                        let hashfull = context.cache_fill();
+                        let state = context.lock();
+                        info(
+                            &state,
+                            params,
+                            &limits.searchmoves,
+                            start.elapsed(),
+                            hashfull,
+                        )
+                    };
+                    on_batch(&info);
                 };
-                on_batch(&info);
-            };
-            let mine = context.run_thread(&plan, &mut report);
-            helpers
-                .into_iter()
-                .map(|h| h.join().unwrap_or(Err(SearchError::ThreadFailed)))
-                .fold(mine, Result::and)
+                let mine = context.run_thread(&tasks, &plan, &mut report);
+                helpers
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or(Err(SearchError::ThreadFailed)))
+                    .fold(mine, Result::and)
+            })
         });
         let hashfull = context.cache_fill();
         let mut state = context.lock();
         state.cancel_collisions();
-        outcome?;
+        outcome??;
         let info = SearchInfo {
             times: state.stats.profile.times(),
             ..info(

@@ -337,8 +337,11 @@ impl ChildScores {
         let all = tree.edges_of(index);
         let reached = reach.map_or(all.len(), |visits| {
             let visits = usize::try_from(visits).unwrap_or(usize::MAX);
-            all.len()
-                .min(tree.spawned_count(index).saturating_add(visits).saturating_add(1))
+            all.len().min(
+                tree.spawned_count(index)
+                    .saturating_add(visits)
+                    .saturating_add(1),
+            )
         });
         self.terms.extend(all[..reached].iter().map(|edge| {
             let stats = tree.stats(edge);

@@ -1,23 +1,43 @@
-//! The search's task workers (lc0's TaskWorkers): the threads that prepare a large pass's
-//! leaves and turn a batch's policies into children for the search threads, which wait for
-//! them meanwhile (lc0's search thread takes a share itself). They are a pool of the search's
-//! own, sized as lc0 sizes its task workers, not the process's global pool of a thread per
-//! core: an idle pool thread spins for a while before it sleeps, and with a thread per core
-//! that spinning takes the cores (or, on a CPU with two hardware threads a core, the core's
-//! other half) from the search threads themselves, and from any other engine on the host.
+//! The search's task workers (lc0's TaskWorkers): threads that help the search threads prepare
+//! a large pass's leaves and turn a batch's policies into children. As lc0's, they live for one
+//! search, spin while a search thread is gathering (so that handing them work costs no wake-up),
+//! sleep otherwise, and the search thread that posts work takes a share of it itself: it waits
+//! only for chunks a worker has already begun, never for a worker to wake, so that a loaded
+//! host (other engines on the cores) slows the search no more than having no workers would.
 
-use rayon::prelude::*;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::Scope;
+use std::time::Duration;
 
-/// Items per task; fewer than twice this are mapped on the calling thread, where waking the
-/// workers would cost more than it saves.
-const ITEMS_PER_TASK: usize = 16;
+/// Items per chunk; fewer than twice this are mapped on the calling thread, where sharing the
+/// work would cost more than it saves.
+const ITEMS_PER_CHUNK: usize = 16;
 
 /// lc0's ceiling on the task workers of one search thread.
 const MAX_PER_SEARCH_THREAD: usize = 4;
 
-/// A pool of task workers, or none (everything on the calling thread).
-pub(super) struct TaskWorkers {
-    pool: Option<rayon::ThreadPool>,
+/// Spins between two yields of an idle worker while the search is busy.
+const SPINS_PER_YIELD: u32 = 256;
+
+/// How long a sleeping worker waits before looking again (it is woken earlier when a search
+/// thread starts gathering or the search ends).
+const SLEEP: Duration = Duration::from_millis(5);
+
+/// The workers of one search and the work posted to them. `'c` is how long the work may borrow
+/// (the search's shared state).
+pub(super) struct TaskWorkers<'c> {
+    count: usize,
+    /// Maps with chunks not yet claimed, oldest first.
+    queue: Mutex<VecDeque<Arc<dyn Job + 'c>>>,
+    /// Search threads in a phase that posts work ([`TaskWorkers::busy`]): workers spin while
+    /// there is one.
+    busy: AtomicUsize,
+    stopped: AtomicBool,
+    /// Where idle workers sleep.
+    idle: Mutex<()>,
+    wake: Condvar,
 }
 
 /// The task workers could not be started.
@@ -25,58 +45,224 @@ pub(super) struct TaskWorkers {
 #[error("cannot start {count} task worker threads: {source}")]
 pub struct TaskWorkersError {
     count: usize,
-    source: rayon::ThreadPoolBuildError,
+    source: std::io::Error,
 }
 
-impl TaskWorkers {
-    /// No workers: everything on the calling thread.
-    pub fn none() -> Self {
-        Self { pool: None }
-    }
-
-    /// Starts `count` workers (none where `count` is 0).
-    pub fn new(count: usize) -> Result<Self, TaskWorkersError> {
-        if count == 0 {
-            return Ok(Self::none());
+impl<'c> TaskWorkers<'c> {
+    /// `count` workers, started by [`TaskWorkers::run`] (none: everything on the caller).
+    pub fn new(count: usize) -> Self {
+        Self {
+            count,
+            queue: Mutex::new(VecDeque::new()),
+            busy: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+            idle: Mutex::new(()),
+            wake: Condvar::new(),
         }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(count)
-            .thread_name(|i| format!("lc0rs-task-{i}"))
-            .build()
-            .map_err(|source| TaskWorkersError { count, source })?;
-        Ok(Self { pool: Some(pool) })
     }
 
-    /// The worker threads.
-    pub fn count(&self) -> usize {
-        self.pool
-            .as_ref()
-            .map_or(0, rayon::ThreadPool::current_num_threads)
+    /// Runs `body` with the workers started in `scope`, and stops them when it returns or
+    /// unwinds.
+    pub fn run<'scope, 'env, T>(
+        &'env self,
+        scope: &'scope Scope<'scope, 'env>,
+        body: impl FnOnce() -> T,
+    ) -> Result<T, TaskWorkersError> {
+        let stop_on_exit = StopOnDrop(self);
+        for i in 0..self.count {
+            std::thread::Builder::new()
+                .name(format!("lc0rs-task-{i}"))
+                .spawn_scoped(scope, || self.work())
+                .map_err(|source| TaskWorkersError {
+                    count: self.count,
+                    source,
+                })?;
+        }
+        let out = body();
+        drop(stop_on_exit);
+        Ok(out)
     }
 
-    /// Maps `items` in their order with a per-task state made by `init`: on the workers in
-    /// tasks of at least [`ITEMS_PER_TASK`] items, or on this thread where there are few (or
-    /// no workers).
-    pub fn map<T: Send, S, R: Send>(
+    /// Marks a search thread busy until the guard drops: idle workers wake and spin meanwhile.
+    pub fn busy(&self) -> Busy<'_, 'c> {
+        if self.busy.fetch_add(1, Ordering::AcqRel) == 0 && self.count > 0 {
+            let _idle = lock(&self.idle);
+            self.wake.notify_all();
+        }
+        Busy(self)
+    }
+
+    /// Maps `items` in their order with a per-chunk state made by `init`: in chunks of at least
+    /// [`ITEMS_PER_CHUNK`] items shared with the workers, the caller taking chunks too, or all
+    /// on the caller where there are few items (or no workers).
+    pub fn map<T, S, R>(
         &self,
         items: Vec<T>,
-        init: impl Fn() -> S + Sync + Send,
-        f: impl Fn(&mut S, T) -> R + Sync + Send,
-    ) -> Vec<R> {
-        match &self.pool {
-            Some(pool) if items.len() >= 2 * ITEMS_PER_TASK => pool.install(|| {
-                items
-                    .into_par_iter()
-                    .with_min_len(ITEMS_PER_TASK)
-                    .map_init(init, f)
-                    .collect()
-            }),
-            _ => {
-                let mut state = init();
-                items.into_iter().map(|item| f(&mut state, item)).collect()
+        init: impl Fn() -> S + Send + Sync + 'c,
+        f: impl Fn(&mut S, T) -> R + Send + Sync + 'c,
+    ) -> Vec<R>
+    where
+        T: Send + 'c,
+        R: Send + 'c,
+    {
+        if self.count == 0 || items.len() < 2 * ITEMS_PER_CHUNK {
+            let mut state = init();
+            return items.into_iter().map(|item| f(&mut state, item)).collect();
+        }
+        let _busy = self.busy();
+        let chunk_count = (items.len() / ITEMS_PER_CHUNK).min(self.count + 1);
+        let job = Arc::new(MapJob::new(items, chunk_count, init, f));
+        let posted: Arc<dyn Job + 'c> = job.clone();
+        lock(&self.queue).push_back(posted.clone());
+        job.work();
+        // Every chunk is claimed now: the job leaves the queue.
+        lock(&self.queue).retain(|queued| !Arc::ptr_eq(queued, &posted));
+        job.wait_done();
+        job.results()
+    }
+
+    /// A worker's loop: run the oldest posted work, else spin while a search thread is busy,
+    /// else sleep, until the search ends.
+    fn work(&self) {
+        let mut spins = 0u32;
+        while !self.stopped.load(Ordering::Acquire) {
+            let front = lock(&self.queue).front().cloned();
+            if let Some(job) = front {
+                job.work();
+                spins = 0;
+                continue;
+            }
+            if self.busy.load(Ordering::Acquire) > 0 {
+                spins += 1;
+                if spins.is_multiple_of(SPINS_PER_YIELD) {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
+            let idle = lock(&self.idle);
+            if self.busy.load(Ordering::Acquire) == 0 && !self.stopped.load(Ordering::Acquire) {
+                drop(self.wake.wait_timeout(idle, SLEEP));
             }
         }
     }
+
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::Release);
+        let _idle = lock(&self.idle);
+        self.wake.notify_all();
+    }
+}
+
+/// A search thread busy (see [`TaskWorkers::busy`]).
+pub(super) struct Busy<'t, 'c>(&'t TaskWorkers<'c>);
+
+impl Drop for Busy<'_, '_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Stops the workers when dropped, so that an unwinding search ends them too (the scope would
+/// otherwise wait for them for ever).
+struct StopOnDrop<'t, 'c>(&'t TaskWorkers<'c>);
+
+impl Drop for StopOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// Work posted to the workers: whoever calls [`Job::work`] claims chunks until none is left.
+trait Job: Send + Sync {
+    fn work(&self);
+}
+
+/// One map: its items in chunks, claimed in order, and each chunk's results.
+struct MapJob<T, R, I, F> {
+    chunks: Vec<Mutex<Option<Vec<T>>>>,
+    results: Vec<Mutex<Option<Vec<R>>>>,
+    /// The next chunk to claim.
+    next: AtomicUsize,
+    /// Chunks whose results are in.
+    done: AtomicUsize,
+    init: I,
+    f: F,
+}
+
+impl<T, R, S, I, F> MapJob<T, R, I, F>
+where
+    I: Fn() -> S,
+    F: Fn(&mut S, T) -> R,
+{
+    fn new(items: Vec<T>, chunk_count: usize, init: I, f: F) -> Self {
+        let per_chunk = items.len().div_ceil(chunk_count);
+        let mut items = items.into_iter();
+        let chunks = (0..chunk_count)
+            .map(|_| Mutex::new(Some(items.by_ref().take(per_chunk).collect())))
+            .collect();
+        Self {
+            chunks,
+            results: (0..chunk_count).map(|_| Mutex::new(None)).collect(),
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            init,
+            f,
+        }
+    }
+
+    /// Waits for the chunks claimed by workers (the caller's own are done).
+    fn wait_done(&self) {
+        let mut spins = 0u32;
+        while self.done.load(Ordering::Acquire) < self.chunks.len() {
+            spins += 1;
+            if spins.is_multiple_of(SPINS_PER_YIELD) {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// The results in the items' order, once every chunk is done.
+    fn results(&self) -> Vec<R> {
+        self.results
+            .iter()
+            .flat_map(|slot| lock(slot).take().unwrap_or_default())
+            .collect()
+    }
+}
+
+impl<T, R, S, I, F> Job for MapJob<T, R, I, F>
+where
+    T: Send,
+    R: Send,
+    I: Fn() -> S + Send + Sync,
+    F: Fn(&mut S, T) -> R + Send + Sync,
+{
+    fn work(&self) {
+        let mut state = None;
+        loop {
+            let i = self.next.fetch_add(1, Ordering::AcqRel);
+            let Some(chunk) = self.chunks.get(i) else {
+                return;
+            };
+            let items = lock(chunk).take().unwrap_or_default();
+            let state = state.get_or_insert_with(&self.init);
+            let out: Vec<R> = items
+                .into_iter()
+                .map(|item| (self.f)(state, item))
+                .collect();
+            *lock(&self.results[i]) = Some(out);
+            self.done.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// A mutex's guard; a panic elsewhere while it was held left whole values only.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// lc0's default number of task workers for `threads` search threads on `cores` hardware
@@ -118,12 +304,59 @@ mod tests {
         let items: Vec<u32> = (0..1000).collect();
         let expected: Vec<u64> = items.iter().map(|&i| u64::from(i) * 3).collect();
         for count in [0, 1, 3] {
-            let workers = TaskWorkers::new(count).unwrap();
-            assert_eq!(workers.count(), count);
-            let got = workers.map(items.clone(), || 3u64, |k, i| u64::from(i) * *k);
-            assert_eq!(got, expected, "{count} workers");
-            // Few items are mapped on the calling thread.
-            assert_eq!(workers.map(vec![5u32], || (), |(), i| i + 1), [6]);
+            let workers = TaskWorkers::new(count);
+            std::thread::scope(|scope| {
+                workers
+                    .run(scope, || {
+                        for len in [0, 5, 31, 32, 33, 100, 1000] {
+                            let got = workers.map(
+                                items[..len].to_vec(),
+                                || 3u64,
+                                |k, i| u64::from(i) * *k,
+                            );
+                            assert_eq!(got, expected[..len], "{count} workers, {len} items");
+                        }
+                    })
+                    .unwrap();
+            });
         }
+    }
+
+    #[test]
+    fn several_threads_map_at_once_and_the_workers_run_chunks() {
+        let ran_elsewhere = AtomicUsize::new(0);
+        let workers = TaskWorkers::new(2);
+        std::thread::scope(|scope| {
+            workers
+                .run(scope, || {
+                    std::thread::scope(|callers| {
+                        for caller in 0..3u64 {
+                            let (workers, ran_elsewhere) = (&workers, &ran_elsewhere);
+                            callers.spawn(move || {
+                                let me = std::thread::current().id();
+                                for round in 0..200u64 {
+                                    let items: Vec<u64> = (0..64).collect();
+                                    let got = workers.map(
+                                        items,
+                                        || (),
+                                        move |(), i| {
+                                            if std::thread::current().id() != me {
+                                                ran_elsewhere.fetch_add(1, Ordering::Relaxed);
+                                            }
+                                            i + caller * 1000 + round
+                                        },
+                                    );
+                                    let want: Vec<u64> =
+                                        (0..64).map(|i| i + caller * 1000 + round).collect();
+                                    assert_eq!(got, want);
+                                }
+                            });
+                        }
+                    });
+                })
+                .unwrap();
+        });
+        // The callers take chunks themselves, but over 600 maps the spinning workers claim some.
+        assert!(ran_elsewhere.load(Ordering::Relaxed) > 0);
     }
 }

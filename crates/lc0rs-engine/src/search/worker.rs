@@ -8,7 +8,7 @@
 //! made holding the tree's.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use shakmaty::Move;
@@ -118,8 +118,6 @@ pub(super) struct BatchTarget {
 /// What every thread of one search reads.
 pub(super) struct Context<'a> {
     pub backend: &'a dyn Backend,
-    /// Prepare the leaves of large passes and the children of a batch's leaves.
-    pub tasks: &'a TaskWorkers,
     pub params: &'a SearchParams,
     pub fill: HistoryFill,
     pub root: &'a PositionHistory,
@@ -174,18 +172,22 @@ impl<'a> Context<'a> {
 
     /// One thread's loop: batches until `plan` says stop, another thread finished, or the
     /// backend fails; `after_batch` runs (without the lock) after each of this thread's
-    /// back-ups.
-    pub fn run_thread(
-        &self,
+    /// back-ups. `tasks` prepare the leaves of large passes and the children of a batch's
+    /// leaves.
+    pub fn run_thread<'c>(
+        &'c self,
+        tasks: &TaskWorkers<'c>,
         plan: &BatchPlan,
         after_batch: &mut dyn FnMut(),
     ) -> Result<(), SearchError> {
         loop {
+            let busy = tasks.busy();
             let mut state = self.lock_counted();
             let Some(target) = self.next_batch(&mut state, plan) else {
                 return Ok(());
             };
-            let (state, gathered) = self.gather(state, target);
+            let (state, gathered) = self.gather(tasks, state, target);
+            drop(busy);
             if gathered.pending.is_empty() {
                 if gathered.in_flight {
                     self.batches_in_flight.fetch_sub(1, Ordering::AcqRel);
@@ -217,7 +219,7 @@ impl<'a> Context<'a> {
             // Leaves wait for the backend only after being prepared, which counted the gathering.
             debug_assert!(gathered.in_flight);
             drop(state);
-            self.evaluate(gathered.pending)?;
+            self.evaluate(tasks, gathered.pending)?;
             after_batch();
         }
     }
@@ -242,7 +244,11 @@ impl<'a> Context<'a> {
     /// without it), then expands and backs up every leaf holding it and takes back the
     /// collisions held; if the backend fails, takes their virtual loss back and ends the
     /// search.
-    fn evaluate(&self, pending: Vec<PendingLeaf>) -> Result<(), SearchError> {
+    fn evaluate<'c>(
+        &'c self,
+        tasks: &TaskWorkers<'c>,
+        mut pending: Vec<PendingLeaf>,
+    ) -> Result<(), SearchError> {
         let planes: Vec<InputPlanes> = pending.iter().map(|p| p.input.planes).collect();
         let picks = PolicyPicks::of_legal_moves(pending.iter().map(|p| p.input.legal.as_slice()));
         self.in_backend.fetch_add(1, Ordering::AcqRel);
@@ -250,7 +256,7 @@ impl<'a> Context<'a> {
         let output = self.backend.evaluate_picked(&planes, &picks);
         let call_end = Instant::now();
         self.in_backend.fetch_sub(1, Ordering::AcqRel);
-        let evals = output.map(|out| self.evaluations(&out, &pending));
+        let evals = output.map(|out| self.evaluations(tasks, out, &mut pending));
         let leaves_time = call_end.elapsed();
         let mut state = self.lock_counted();
         state.stats.profile.add_call(call_start, call_end);
@@ -297,17 +303,30 @@ impl<'a> Context<'a> {
         result
     }
 
-    /// Each leaf's evaluation from the backend's output: its value and its children.
-    fn evaluations(&self, output: &PickedOutput, pending: &[PendingLeaf]) -> Vec<CachedEval> {
+    /// Each leaf's evaluation from the backend's output: its value and its children (the
+    /// leaves' legal moves are taken: nothing reads them after this).
+    fn evaluations<'c>(
+        &'c self,
+        tasks: &TaskWorkers<'c>,
+        output: PickedOutput,
+        pending: &mut [PendingLeaf],
+    ) -> Vec<CachedEval> {
         let temperature = self.params.policy_temperature;
-        self.tasks.map(
-            pending.iter().enumerate().collect(),
+        let _busy = tasks.busy();
+        let legal = pending
+            .iter_mut()
+            .map(|leaf| std::mem::take(&mut leaf.input.legal))
+            .enumerate()
+            .collect();
+        let output = Arc::new(output);
+        tasks.map(
+            legal,
             || (),
-            |(), (i, leaf)| CachedEval {
+            move |(), (i, legal)| CachedEval {
                 q: output.q[i],
                 d: output.d[i],
                 m: output.m[i],
-                children: children(output.logits_of(i), &leaf.input.legal, temperature),
+                children: children(output.logits_of(i), &legal, temperature),
             },
         )
     }
@@ -320,6 +339,7 @@ impl<'a> Context<'a> {
     /// changed under them). Returns the lock again with what was gathered.
     fn gather<'s>(
         &'s self,
+        tasks: &TaskWorkers<'s>,
         mut state: MutexGuard<'s, TreeState<'a>>,
         target: BatchTarget,
     ) -> (MutexGuard<'s, TreeState<'a>>, Gathered) {
@@ -373,9 +393,8 @@ impl<'a> Context<'a> {
                 drop(state);
                 let start = Instant::now();
                 let format = self.backend.input_format();
-                let cached = |key| self.cache().get(key).cloned();
                 let prepared =
-                    leaf::prepare(self.tasks, started, self.root, format, self.fill, &cached);
+                    leaf::prepare(tasks, started, self.root, format, self.fill, &self.cache);
                 let leaves_time = start.elapsed();
                 state = self.lock_counted();
                 state.stats.profile.add(Phase::Leaves, leaves_time);
