@@ -20,7 +20,7 @@
 use shakmaty::Move;
 
 use super::SearchParams;
-use super::ranking::{Choice, Ranking};
+use super::ranking::{self, Choice, Ranking};
 use super::tree::{Node, ROOT, Tree};
 
 /// Visits that reached a node whose evaluation is under way or whose result is proven: they
@@ -55,6 +55,10 @@ pub(super) struct PassInput<'a> {
     /// in them gets no visit. Infinite where no limit applies.
     pub remaining_playouts: f64,
 }
+
+/// A split that reads no more children than this finds each block's best by lc0's scan: on
+/// so few a heap's upkeep costs more than the scans it saves.
+const SCAN_MAX_CHILDREN: usize = 16;
 
 /// One pass of the gathering.
 pub(super) struct Pass<'t, 'i, V> {
@@ -354,21 +358,32 @@ impl ChildScores {
         self.ranking.reset();
     }
 
-    /// Takes the best child that `searchable` allows out of the ranking, with the second best
-    /// score (the child goes back, rescored, in [`ChildScores::rescore`]).
+    /// The best child that `searchable` allows, with the second best score: found by lc0's scan
+    /// where the split reads few children, else taken out of the ranking (it goes back,
+    /// rescored, in [`ChildScores::rescore`]).
     fn take_best(&mut self, searchable: impl Fn(usize) -> bool) -> Option<Choice> {
         let terms = &self.terms;
-        self.ranking.take_best(terms.len(), |i| {
-            searchable(i).then(|| (terms[i].score, terms[i].started == 0))
-        })
+        let read = |i: usize| searchable(i).then(|| (terms[i].score, terms[i].started == 0));
+        if self.scans() {
+            ranking::scan(terms.len(), read)
+        } else {
+            self.ranking.take_best(terms.len(), read)
+        }
     }
 
-    /// Scores child `i`, taken by [`ChildScores::take_best`], again and ranks it again.
+    /// Scores child `i`, chosen by [`ChildScores::take_best`], again (and ranks it again).
     fn rescore(&mut self, i: usize) {
         self.terms[i].rescore();
-        let terms = &self.terms;
-        self.ranking
-            .put_back(i, terms[i].score, |child| terms[child].started == 0);
+        if !self.scans() {
+            let terms = &self.terms;
+            self.ranking
+                .put_back(i, terms[i].score, |child| terms[child].started == 0);
+        }
+    }
+
+    /// Whether blocks are chosen by scanning the children's terms rather than ranking them.
+    fn scans(&self) -> bool {
+        self.terms.len() <= SCAN_MAX_CHILDREN
     }
 
     /// How many more visits child `best` takes before its score falls below `second` (at
