@@ -146,7 +146,9 @@ mod tests {
 
     /// The scan over whole vectors, as the tests hold the children.
     fn scan_all(score: &[f64], started: &[u32], searchable: &[bool]) -> Option<Choice> {
-        scan(score.len(), |i| searchable[i].then(|| (score[i], started[i] == 0)))
+        scan(score.len(), |i| {
+            searchable[i].then(|| (score[i], started[i] == 0))
+        })
     }
 
     /// A xorshift stream for the cases.
