@@ -622,3 +622,28 @@ fn task_workers_count_per_search_thread_and_none_beside_a_cpu_backend() {
     let result = search_nodes(&mut search, 200);
     assert!(result.info.nodes >= 200, "{:?}", result.info.nodes);
 }
+
+#[test]
+fn lc0s_cache_key_answers_transpositions_without_the_backend() {
+    // From the start position a few plies deep, many positions are reached by several move
+    // orders. With lc0's key the cache answers every arrival after the first, with the exact
+    // key (the history in the network's input differs) none.
+    let evaluated = |exact_cache_key| {
+        let params = SearchParams {
+            threads: 1,
+            minibatch: 16,
+            exact_cache_key,
+            ..SearchParams::default()
+        };
+        let mut search = Search::new(counting_cpu(), params);
+        search.set_position(history("startpos"));
+        let result = search_nodes(&mut search, 3000);
+        assert_eq!(result.info.nodes, 3000);
+        result.info.evaluated
+    };
+    let (lc0s, exact) = (evaluated(false), evaluated(true));
+    assert!(
+        lc0s < exact && exact <= 3000,
+        "evaluated with lc0's key {lc0s}, with the exact key {exact}"
+    );
+}

@@ -31,20 +31,42 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-fn planes_hash(planes: &InputPlanes) -> u64 {
-    planes.iter().fold(0, |h, p| {
-        mix(h ^ p.mask) ^ mix(u64::from(p.value.to_bits()).wrapping_add(h))
-    })
+/// What the double's outputs are derived from: the whole input, or only the planes that
+/// describe the current position (its pieces and repetitions, castling rights, side to move),
+/// which is all the NN cache's default key (lc0's) tells apart.
+#[derive(Clone, Copy, Debug)]
+enum Derive {
+    WholeInput,
+    CurrentPosition,
+}
+
+impl Derive {
+    fn uses(self, plane: usize) -> bool {
+        match self {
+            Derive::WholeInput => true,
+            Derive::CurrentPosition => plane <= 12 || (104..=108).contains(&plane),
+        }
+    }
+}
+
+fn planes_hash(planes: &InputPlanes, derive: Derive) -> u64 {
+    planes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| derive.uses(*i))
+        .fold(0, |h, (_, p)| {
+            mix(h ^ p.mask) ^ mix(u64::from(p.value.to_bits()).wrapping_add(h))
+        })
 }
 
 /// The value (W − L) the double gives a position: in (−0.9, 0.9).
-fn derived_q(planes: &InputPlanes) -> f32 {
-    (planes_hash(planes) % 1801) as f32 / 1000.0 - 0.9
+fn derived_q(planes: &InputPlanes, derive: Derive) -> f32 {
+    (planes_hash(planes, derive) % 1801) as f32 / 1000.0 - 0.9
 }
 
 /// The policy logits the double gives a position: in [0, 4).
-fn derived_logits(planes: &InputPlanes) -> Vec<f32> {
-    let h = planes_hash(planes);
+fn derived_logits(planes: &InputPlanes, derive: Derive) -> Vec<f32> {
+    let h = planes_hash(planes, derive);
     (0..POLICY_SIZE as u64)
         .map(|i| (mix(h ^ i) % 400) as f32 / 100.0)
         .collect()
@@ -55,6 +77,7 @@ fn derived_logits(planes: &InputPlanes) -> Vec<f32> {
 /// takes `call` (long enough for another thread's gathering to overlap it).
 struct PlaneDerived {
     call: Duration,
+    derive: Derive,
 }
 
 impl Backend for PlaneDerived {
@@ -78,10 +101,10 @@ impl Backend for PlaneDerived {
         std::thread::sleep(self.call);
         let mut out = BatchOutput::default();
         for planes in batch {
-            out.q.push(derived_q(planes));
+            out.q.push(derived_q(planes, self.derive));
             out.d.push(0.1);
             out.m.push(0.0);
-            out.policy.extend(derived_logits(planes));
+            out.policy.extend(derived_logits(planes, self.derive));
         }
         Ok(out)
     }
@@ -90,7 +113,12 @@ impl Backend for PlaneDerived {
 /// Walks the tree from `index` (whose position `history` holds) and checks each expanded
 /// node: its children's priors are the policy of its own position, a node evaluated once and
 /// never searched below holds its own position's value, and nothing is left in flight.
-fn check_outputs_reach_their_nodes(tree: &Tree, index: u32, history: &mut PositionHistory) -> u32 {
+fn check_outputs_reach_their_nodes(
+    tree: &Tree,
+    index: u32,
+    history: &mut PositionHistory,
+    derive: Derive,
+) -> u32 {
     let node = tree.node(index);
     assert_eq!(node.in_flight, 0, "visits left in flight");
     if !node.expanded || node.proof.is_some() {
@@ -102,7 +130,7 @@ fn check_outputs_reach_their_nodes(tree: &Tree, index: u32, history: &mut Positi
         .iter()
         .map(|(m, _)| *m)
         .zip(legal_move_probabilities(
-            &derived_logits(&encoded.planes),
+            &derived_logits(&encoded.planes, derive),
             &legal,
             SearchParams::default().policy_temperature,
         ))
@@ -119,7 +147,7 @@ fn check_outputs_reach_their_nodes(tree: &Tree, index: u32, history: &mut Positi
         );
     }
     if node.visits == 1 && index != ROOT {
-        let own = -f64::from(derived_q(&encoded.planes));
+        let own = -f64::from(derived_q(&encoded.planes, derive));
         let value_ok = (node.value_sum - own).abs() < 1e-6;
         assert!(value_ok, "value {} vs its position's {own}", node.value_sum);
     }
@@ -130,7 +158,7 @@ fn check_outputs_reach_their_nodes(tree: &Tree, index: u32, history: &mut Positi
             continue;
         };
         history.play(tree.edge(edge).mv);
-        checked += check_outputs_reach_their_nodes(tree, child, history);
+        checked += check_outputs_reach_their_nodes(tree, child, history, derive);
         history.truncate(len);
     }
     checked
@@ -147,32 +175,43 @@ fn search_nodes(search: &mut Search, nodes: u64) -> SearchResult {
 
 #[test]
 fn every_node_gets_the_outputs_of_its_own_position() {
-    let backend: Arc<dyn Backend> = Arc::new(PlaneDerived {
-        call: Duration::from_micros(200),
-    });
-    for (minibatch, threads) in [(1, 1), (64, 2), (256, 3), (1024, 4)] {
-        let params = SearchParams {
-            minibatch,
-            threads,
-            ..SearchParams::default()
-        };
-        let mut search = Search::new(backend.clone(), params);
-        for spec in [
-            "startpos",
-            "startpos moves e2e4 e7e5 g1f3 b8c6 f1b5 a7a6",
-            "fen 8/5pk1/6p1/3P4/1p3P2/1P4P1/5K2/8 b - - 0 45",
-        ] {
-            search.set_position(PositionHistory::from_spec(spec).unwrap());
-            let result = search_nodes(&mut search, 3000);
-            assert_eq!(result.info.nodes, 3000, "{spec}");
-            let mut history = search.history().clone();
-            let checked = check_outputs_reach_their_nodes(search.tree(), ROOT, &mut history);
-            assert!(checked > 100, "{spec}: only {checked} nodes expanded");
-            // The tree kept after a move is checked the same way.
-            search.advance(&[result.best_move]);
-            search_nodes(&mut search, 3000);
-            let mut history = search.history().clone();
-            check_outputs_reach_their_nodes(search.tree(), ROOT, &mut history);
+    // With the exact key, a node's outputs are those of its whole input (its history too);
+    // with lc0's key, a transposition may be answered by the cache with the evaluation its
+    // position got by another move order, so the double derives its outputs from the current
+    // position alone, and each node must get those of its own position.
+    for (exact_cache_key, derive) in [(true, Derive::WholeInput), (false, Derive::CurrentPosition)]
+    {
+        let backend: Arc<dyn Backend> = Arc::new(PlaneDerived {
+            call: Duration::from_micros(200),
+            derive,
+        });
+        for (minibatch, threads) in [(1, 1), (64, 2), (256, 3), (1024, 4)] {
+            let params = SearchParams {
+                minibatch,
+                threads,
+                exact_cache_key,
+                ..SearchParams::default()
+            };
+            let mut search = Search::new(backend.clone(), params);
+            for spec in [
+                "startpos",
+                "startpos moves e2e4 e7e5 g1f3 b8c6 f1b5 a7a6",
+                "fen 8/5pk1/6p1/3P4/1p3P2/1P4P1/5K2/8 b - - 0 45",
+            ] {
+                let case = format!("{spec}, {derive:?}, {minibatch} / {threads}");
+                search.set_position(PositionHistory::from_spec(spec).unwrap());
+                let result = search_nodes(&mut search, 3000);
+                assert_eq!(result.info.nodes, 3000, "{case}");
+                let mut history = search.history().clone();
+                let checked =
+                    check_outputs_reach_their_nodes(search.tree(), ROOT, &mut history, derive);
+                assert!(checked > 100, "{case}: only {checked} nodes expanded");
+                // The tree kept after a move is checked the same way.
+                search.advance(&[result.best_move]);
+                search_nodes(&mut search, 3000);
+                let mut history = search.history().clone();
+                check_outputs_reach_their_nodes(search.tree(), ROOT, &mut history, derive);
+            }
         }
     }
 }
@@ -187,6 +226,7 @@ fn every_node_gets_the_outputs_of_its_own_position() {
 fn a_thread_that_only_collides_waits_for_the_other_batch() {
     let backend: Arc<dyn Backend> = Arc::new(PlaneDerived {
         call: Duration::from_millis(3),
+        derive: Derive::WholeInput,
     });
     let budget = 500;
     let params = SearchParams {

@@ -9,6 +9,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use lc0rs::board::INPUT_PLANES;
 use lc0rs::chess::InputPlanes;
+use lc0rs::chess::history::HistoryEntry;
 
 /// Bytes hashed for a key: each plane's mask and value, then the position's hash.
 const KEY_BYTES: usize = INPUT_PLANES * 12 + 8;
@@ -51,6 +52,14 @@ impl NnCache {
         }
         bytes[KEY_BYTES - 8..].copy_from_slice(&position_key.to_le_bytes());
         xxh3_64(&bytes)
+    }
+
+    /// lc0's key of a position (its NN cache's): the position (board, side to move, castling
+    /// and en passant, as [`HistoryEntry::key`] hashes them) and its repetitions, not the
+    /// positions before it, which the network sees too.
+    pub fn position_key(entry: &HistoryEntry) -> u64 {
+        // The entry's key is already a hash; the odd multiplier spreads the count over it.
+        entry.key ^ u64::from(entry.repetitions + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
 
     pub fn get(&self, key: u64) -> Option<&CachedEval> {
@@ -128,5 +137,36 @@ mod tests {
         cache.set_capacity(0);
         cache.insert(4, eval(0.4));
         assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn lc0s_key_is_the_position_and_its_repetitions_and_the_exact_key_adds_the_history() {
+        use lc0rs::chess::{HistoryFill, PositionHistory, encode_position};
+        use lc0rs::weights::format::InputFormat;
+        let keys = |spec: &str| {
+            let history = PositionHistory::from_spec(spec).unwrap();
+            let planes =
+                encode_position(&history, InputFormat::Classical112, HistoryFill::FenOnly).planes;
+            let entry = history.last();
+            (
+                NnCache::position_key(entry),
+                NnCache::key(&planes, entry.key),
+            )
+        };
+        // One position by two move orders: lc0's key is the same, the exact key (whose planes
+        // hold the positions before) is not.
+        let (a, exact_a) = keys("startpos moves g1f3 b8c6 b1c3");
+        let (b, exact_b) = keys("startpos moves b1c3 b8c6 g1f3");
+        assert_eq!(a, b);
+        assert_ne!(exact_a, exact_b);
+        // The same position again (a repetition) has another key, as in lc0.
+        let (start, _) = keys("startpos");
+        let (again, _) = keys("startpos moves g1f3 g8f6 f3g1 f6g8");
+        assert_ne!(start, again);
+        // Another side to move, or another position, another key.
+        let (white_to_move, _) = keys("fen 4k3/8/8/8/8/8/8/4K3 w - - 0 1");
+        let (black_to_move, _) = keys("fen 4k3/8/8/8/8/8/8/4K3 b - - 0 1");
+        assert_ne!(white_to_move, black_to_move);
+        assert_ne!(a, start);
     }
 }

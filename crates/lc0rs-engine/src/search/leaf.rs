@@ -75,6 +75,16 @@ pub(super) struct PreparedLeaf {
     pub outcome: LeafOutcome,
 }
 
+/// How a leaf's position is encoded and looked up in the NN cache.
+#[derive(Clone, Copy)]
+pub(super) struct Encoding {
+    pub format: InputFormat,
+    pub fill: HistoryFill,
+    /// Key the cache by the network's whole input (see
+    /// [`super::SearchParams::exact_cache_key`]).
+    pub exact_key: bool,
+}
+
 /// Plays out, judges and encodes `leaves` (from the root's position `root`), on the task
 /// workers where there are enough of them; each is looked up in the NN `cache` (whose lock is
 /// taken for each lookup alone).
@@ -82,8 +92,7 @@ pub(super) fn prepare<'c>(
     tasks: &TaskWorkers<'c>,
     leaves: Vec<StartedLeaf>,
     root: &'c PositionHistory,
-    format: InputFormat,
-    fill: HistoryFill,
+    encoding: Encoding,
     cache: &'c Mutex<&mut NnCache>,
 ) -> Vec<PreparedLeaf> {
     let cached = move |key| {
@@ -98,7 +107,7 @@ pub(super) fn prepare<'c>(
                 Some(proof) => LeafOutcome::Proven(proof),
                 None => {
                     let history = replay.to(&leaf.moves);
-                    outcome(history, leaf.moves.len(), format, fill, &cached)
+                    outcome(history, leaf.moves.len(), encoding, &cached)
                 }
             };
             PreparedLeaf {
@@ -118,8 +127,7 @@ type CachedLookup<'c> = dyn Fn(u64) -> Option<CachedEval> + 'c;
 fn outcome(
     history: &PositionHistory,
     plies: usize,
-    format: InputFormat,
-    fill: HistoryFill,
+    encoding: Encoding,
     cached: &CachedLookup<'_>,
 ) -> LeafOutcome {
     let entry = history.last();
@@ -135,11 +143,22 @@ fn outcome(
     if let Some(cycle) = two_fold_draw(history, plies) {
         return LeafOutcome::TwoFold(cycle);
     }
-    let encoded = encode_position(history, format, fill);
-    let key = NnCache::key(&encoded.planes, entry.key);
-    if let Some(eval) = cached(key) {
+    // lc0's key needs no encoding: a position found in the cache is never encoded.
+    let position_key = (!encoding.exact_key).then(|| NnCache::position_key(entry));
+    if let Some(eval) = position_key.and_then(cached) {
         return LeafOutcome::Cached(eval);
     }
+    let encoded = encode_position(history, encoding.format, encoding.fill);
+    let key = match position_key {
+        Some(key) => key,
+        None => {
+            let key = NnCache::key(&encoded.planes, entry.key);
+            if let Some(eval) = cached(key) {
+                return LeafOutcome::Cached(eval);
+            }
+            key
+        }
+    };
     LeafOutcome::Evaluate(Box::new(NetInput {
         planes: encoded.planes,
         key,

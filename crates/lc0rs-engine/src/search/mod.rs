@@ -62,6 +62,11 @@ pub struct SearchParams {
     pub max_out_of_order_evals_factor: f32,
     /// NN cache entries.
     pub cache_size: usize,
+    /// Whether the NN cache keys a position by the network's whole input, its history
+    /// included. By default it keys it as lc0 does, by the position and its repetitions alone:
+    /// a position reached again by another move order (a transposition) is answered with the
+    /// evaluation its first arrival got, and costs no backend call.
+    pub exact_cache_key: bool,
     /// The most edges and nodes the tree may hold together (16 and 40 bytes, see
     /// [`tree`]); a search that reaches it ends, as lc0's RamLimitMb does, instead of growing
     /// until memory runs out.
@@ -96,6 +101,7 @@ impl Default for SearchParams {
             collision_scaling_power: 1.25,
             max_out_of_order_evals_factor: 2.4,
             cache_size: 200_000,
+            exact_cache_key: false,
             max_tree_nodes: 40_000_000,
             chess960: false,
             threads: 0,
@@ -380,8 +386,12 @@ impl Search {
         let cached_value = |m: Move| {
             let mut history = self.root.clone();
             history.play(m);
-            let encoded = encode_position(&history, format, self.fill);
-            let key = NnCache::key(&encoded.planes, history.last().key);
+            let key = if self.params.exact_cache_key {
+                let encoded = encode_position(&history, format, self.fill);
+                NnCache::key(&encoded.planes, history.last().key)
+            } else {
+                NnCache::position_key(history.last())
+            };
             // The network's Q is for the side to move after `m`.
             self.cache.get(key).map(|eval| -eval.q)
         };

@@ -323,28 +323,21 @@ mod tests {
     }
 
     #[test]
-    fn several_threads_map_at_once_and_the_workers_run_chunks() {
-        let ran_elsewhere = AtomicUsize::new(0);
+    fn several_threads_map_at_once() {
         let workers = TaskWorkers::new(2);
         std::thread::scope(|scope| {
             workers
                 .run(scope, || {
                     std::thread::scope(|callers| {
                         for caller in 0..3u64 {
-                            let (workers, ran_elsewhere) = (&workers, &ran_elsewhere);
+                            let workers = &workers;
                             callers.spawn(move || {
-                                let me = std::thread::current().id();
                                 for round in 0..200u64 {
                                     let items: Vec<u64> = (0..64).collect();
                                     let got = workers.map(
                                         items,
                                         || (),
-                                        move |(), i| {
-                                            if std::thread::current().id() != me {
-                                                ran_elsewhere.fetch_add(1, Ordering::Relaxed);
-                                            }
-                                            i + caller * 1000 + round
-                                        },
+                                        move |(), i| i + caller * 1000 + round,
                                     );
                                     let want: Vec<u64> =
                                         (0..64).map(|i| i + caller * 1000 + round).collect();
@@ -356,7 +349,43 @@ mod tests {
                 })
                 .unwrap();
         });
-        // The callers take chunks themselves, but over 600 maps the spinning workers claim some.
-        assert!(ran_elsewhere.load(Ordering::Relaxed) > 0);
+    }
+
+    #[test]
+    fn the_workers_take_chunks_the_caller_has_not_claimed() {
+        // The caller's first item waits until another thread has run one: only a worker can
+        // (the caller runs its chunks in turn), so the map ends only if a worker took a chunk.
+        let ran_elsewhere = AtomicUsize::new(0);
+        let workers = TaskWorkers::new(2);
+        std::thread::scope(|scope| {
+            workers
+                .run(scope, || {
+                    let me = std::thread::current().id();
+                    let ran_elsewhere = &ran_elsewhere;
+                    let got = workers.map(
+                        (0..64u32).collect(),
+                        || (),
+                        move |(), i| {
+                            if std::thread::current().id() != me {
+                                ran_elsewhere.fetch_add(1, Ordering::AcqRel);
+                            } else if i == 0 {
+                                let start = std::time::Instant::now();
+                                while ran_elsewhere.load(Ordering::Acquire) == 0
+                                    && start.elapsed() < Duration::from_secs(20)
+                                {
+                                    std::thread::yield_now();
+                                }
+                            }
+                            i * 2
+                        },
+                    );
+                    assert_eq!(got, (0..64).map(|i| i * 2).collect::<Vec<u32>>());
+                })
+                .unwrap();
+        });
+        assert!(
+            ran_elsewhere.load(Ordering::Acquire) > 0,
+            "no worker ran a chunk"
+        );
     }
 }

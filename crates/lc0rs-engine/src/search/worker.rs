@@ -392,9 +392,12 @@ impl<'a> Context<'a> {
                 }
                 drop(state);
                 let start = Instant::now();
-                let format = self.backend.input_format();
-                let prepared =
-                    leaf::prepare(tasks, started, self.root, format, self.fill, &self.cache);
+                let encoding = leaf::Encoding {
+                    format: self.backend.input_format(),
+                    fill: self.fill,
+                    exact_key: self.params.exact_cache_key,
+                };
+                let prepared = leaf::prepare(tasks, started, self.root, encoding, &self.cache);
                 let leaves_time = start.elapsed();
                 state = self.lock_counted();
                 state.stats.profile.add(Phase::Leaves, leaves_time);

@@ -53,6 +53,10 @@ impl Engine {
                 p.cache_size
             ),
             format!(
+                "option name NNCacheExactKey type check default {}",
+                p.exact_cache_key
+            ),
+            format!(
                 "option name SmartPruningFactor type string default {}",
                 p.smart_pruning_factor
             ),
@@ -125,6 +129,7 @@ impl Engine {
             "fpureduction" => params.fpu_reduction = parse_in(value, -10.0, 10.0)?,
             "policytemperature" => params.policy_temperature = parse_in(value, 0.01, 100.0)?,
             "nncachesize" => params.cache_size = parse_in(value, 0, 100_000_000)?,
+            "nncacheexactkey" => params.exact_cache_key = parse_check(value)?,
             "smartpruningfactor" => params.smart_pruning_factor = parse_in(value, 0.0, 10.0)?,
             // lc0's ranges for its collision and out-of-order budgets.
             "maxcollisionvisits" => params.max_collision_visits = parse_in(value, 1, 100_000_000)?,
