@@ -63,9 +63,9 @@ pub struct SearchParams {
     /// NN cache entries.
     pub cache_size: usize,
     /// Whether the NN cache keys a position by the network's whole input, its history
-    /// included. By default it keys it as lc0 does, by the position and its repetitions alone:
-    /// a position reached again by another move order (a transposition) is answered with the
-    /// evaluation its first arrival got, and costs no backend call.
+    /// included (the default), or as lc0 does, by the position and its repetitions alone: a
+    /// position reached again by another move order (a transposition) is then answered with
+    /// the evaluation its first arrival got, and costs no backend call.
     pub exact_cache_key: bool,
     /// The most edges and nodes the tree may hold together (16 and 40 bytes, see
     /// [`tree`]); a search that reaches it ends, as lc0's RamLimitMb does, instead of growing
@@ -101,7 +101,7 @@ impl Default for SearchParams {
             collision_scaling_power: 1.25,
             max_out_of_order_evals_factor: 2.4,
             cache_size: 200_000,
-            exact_cache_key: false,
+            exact_cache_key: true,
             max_tree_nodes: 40_000_000,
             chess960: false,
             threads: 0,
