@@ -149,16 +149,12 @@ fn outcome(
         return LeafOutcome::Cached(eval);
     }
     let encoded = encode_position(history, encoding.format, encoding.fill);
-    let key = match position_key {
-        Some(key) => key,
-        None => {
-            let key = NnCache::key(&encoded.planes, entry.key);
-            if let Some(eval) = cached(key) {
-                return LeafOutcome::Cached(eval);
-            }
-            key
-        }
-    };
+    let key = position_key.unwrap_or_else(|| NnCache::key(&encoded.planes, entry.key));
+    if position_key.is_none()
+        && let Some(eval) = cached(key)
+    {
+        return LeafOutcome::Cached(eval);
+    }
     LeafOutcome::Evaluate(Box::new(NetInput {
         planes: encoded.planes,
         key,

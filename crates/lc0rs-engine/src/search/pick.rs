@@ -341,11 +341,9 @@ impl ChildScores {
         let all = tree.edges_of(index);
         let reached = reach.map_or(all.len(), |visits| {
             let visits = usize::try_from(visits).unwrap_or(usize::MAX);
-            all.len().min(
-                tree.spawned_count(index)
-                    .saturating_add(visits)
-                    .saturating_add(1),
-            )
+            let spawned = tree.spawned_edges(index).len();
+            all.len()
+                .min(spawned.saturating_add(visits).saturating_add(1))
         });
         self.terms.extend(all[..reached].iter().map(|edge| {
             let stats = tree.stats(edge);

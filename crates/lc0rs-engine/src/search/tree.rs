@@ -163,11 +163,6 @@ impl Tree {
         self.edges.run(node.first_edge, usize::from(node.spawned))
     }
 
-    /// How many edges of node `index` [`Tree::spawned_edges`] holds.
-    pub fn spawned_count(&self, index: u32) -> usize {
-        usize::from(self.node(index).spawned)
-    }
-
     pub fn edge(&self, edge: u32) -> &Edge {
         self.edges.get(edge)
     }
@@ -364,11 +359,11 @@ impl Tree {
             tree.node_mut(new).first_edge = first_edge;
             for (edge, old_edge) in (first_edge..).zip(self.children(old)) {
                 if let Some(old_child) = self.child_node(old_edge) {
+                    // The copy keeps the old node's `spawned`: its children get nodes at the
+                    // same offsets as they are copied.
                     let child = tree.spawn_child(new, edge);
-                    let spawned = tree.node(child).spawned;
                     *tree.node_mut(child) = Node {
                         edge,
-                        spawned,
                         ..self.node(old_child).clone()
                     };
                     copied.push((old_child, child));

@@ -312,7 +312,6 @@ impl<'a> Context<'a> {
         pending: &mut [PendingLeaf],
     ) -> Vec<CachedEval> {
         let temperature = self.params.policy_temperature;
-        let _busy = tasks.busy();
         let legal = pending
             .iter_mut()
             .map(|leaf| std::mem::take(&mut leaf.input.legal))
