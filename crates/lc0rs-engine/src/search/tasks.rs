@@ -31,6 +31,8 @@ pub(super) struct TaskWorkers<'c> {
     count: usize,
     /// Maps with chunks not yet claimed, oldest first.
     queue: Mutex<VecDeque<Arc<dyn Job + 'c>>>,
+    /// How many maps `queue` holds, read by spinning workers without taking its lock.
+    queued: AtomicUsize,
     /// Search threads in a phase that posts work ([`TaskWorkers::busy`]): workers spin while
     /// there is one.
     busy: AtomicUsize,
@@ -54,6 +56,7 @@ impl<'c> TaskWorkers<'c> {
         Self {
             count,
             queue: Mutex::new(VecDeque::new()),
+            queued: AtomicUsize::new(0),
             busy: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
             idle: Mutex::new(()),
@@ -114,9 +117,11 @@ impl<'c> TaskWorkers<'c> {
         let job = Arc::new(MapJob::new(items, chunk_count, init, f));
         let posted: Arc<dyn Job + 'c> = job.clone();
         lock(&self.queue).push_back(posted.clone());
+        self.queued.fetch_add(1, Ordering::AcqRel);
         job.work();
         // Every chunk is claimed now: the job leaves the queue.
         lock(&self.queue).retain(|queued| !Arc::ptr_eq(queued, &posted));
+        self.queued.fetch_sub(1, Ordering::AcqRel);
         job.wait_done();
         job.results()
     }
@@ -126,19 +131,18 @@ impl<'c> TaskWorkers<'c> {
     fn work(&self) {
         let mut spins = 0u32;
         while !self.stopped.load(Ordering::Acquire) {
-            let front = lock(&self.queue).front().cloned();
+            let front = if self.queued.load(Ordering::Acquire) > 0 {
+                lock(&self.queue).front().cloned()
+            } else {
+                None
+            };
             if let Some(job) = front {
                 job.work();
                 spins = 0;
                 continue;
             }
             if self.busy.load(Ordering::Acquire) > 0 {
-                spins += 1;
-                if spins.is_multiple_of(SPINS_PER_YIELD) {
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
+                pause(&mut spins);
                 continue;
             }
             let idle = lock(&self.idle);
@@ -216,12 +220,7 @@ where
     fn wait_done(&self) {
         let mut spins = 0u32;
         while self.done.load(Ordering::Acquire) < self.chunks.len() {
-            spins += 1;
-            if spins.is_multiple_of(SPINS_PER_YIELD) {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
+            pause(&mut spins);
         }
     }
 
@@ -257,6 +256,17 @@ where
             *lock(&self.results[i]) = Some(out);
             self.done.fetch_add(1, Ordering::AcqRel);
         }
+    }
+}
+
+/// One round of a spin-wait: a spin-loop hint, and every [`SPINS_PER_YIELD`] rounds the core
+/// given up to another thread.
+fn pause(spins: &mut u32) {
+    *spins = spins.wrapping_add(1);
+    if spins.is_multiple_of(SPINS_PER_YIELD) {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
     }
 }
 
