@@ -50,6 +50,14 @@ impl Castling {
         self.rook_files[color_index(color)][side_index(side)]
     }
 
+    /// The rights in 16 bits, one nibble each: 0 where a right is not held, else its rook's
+    /// file plus one.
+    pub fn packed(&self) -> u16 {
+        self.rook_files.iter().flatten().fold(0, |bits, file| {
+            bits << 4 | file.map_or(0, |f| u16::from(f) + 1)
+        })
+    }
+
     /// Grants `color` the right on `side` with the rook on `file`.
     pub fn grant(&mut self, color: Color, side: CastlingSide, file: File) {
         self.rook_files[color_index(color)][side_index(side)] = Some(file);
