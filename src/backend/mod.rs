@@ -195,6 +195,30 @@ pub fn evaluate_in_passes(
     Ok(output.unwrap_or_default())
 }
 
+/// [`evaluate_in_passes`] reading only the policy logits `picks` names (one list a position).
+pub fn evaluate_picked_in_passes(
+    backend: &dyn Backend,
+    planes: &[InputPlanes],
+    picks: &PolicyPicks,
+) -> Result<PickedOutput, BackendError> {
+    BackendError::check_picked(backend.name(), planes.len(), usize::MAX, picks.len())?;
+    let max = backend.attributes().max_batch.max(1);
+    let mut output: Option<PickedOutput> = None;
+    for (pass, chunk) in planes.chunks(max).enumerate() {
+        let start = pass * max;
+        let part = if chunk.len() == planes.len() {
+            backend.evaluate_picked(chunk, picks)?
+        } else {
+            backend.evaluate_picked(chunk, &picks.rows(start..start + chunk.len()))?
+        };
+        match &mut output {
+            None => output = Some(part),
+            Some(all) => all.extend(part),
+        }
+    }
+    Ok(output.unwrap_or_default())
+}
+
 /// Win, draw and loss probabilities from Q = W − L and D.
 pub fn wdl(q: f32, d: f32) -> [f32; 3] {
     [(1.0 - d + q) / 2.0, d, (1.0 - d - q) / 2.0]

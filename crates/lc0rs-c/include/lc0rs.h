@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 // The version of this interface: changes whenever a declaration in the header changes.
-#define LC0RS_ABI_VERSION 3
+#define LC0RS_ABI_VERSION 4
 
 // Policy logits per position (lc0's policy index, 0 ≤ index < 1858).
 #define LC0RS_POLICY_SIZE 1858
@@ -345,6 +345,49 @@ enum lc0rs_status lc0rs_computation_get_move_index(lc0rs_computation computation
                                                    size_t sample,
                                                    const char *uci,
                                                    size_t *out);
+
+// Adds `count` positions as lc0's input planes, each read back only at the policy indices
+// given for it. `masks` and `values` hold `count * 112` elements, position after position
+// (as `lc0rs_computation_add_planes` takes one position's); position `i` is read at
+// `pick_counts[i]` policy indices (0 ≤ index < 1858, any order, a move's index as lc0's
+// `MoveToNNIndex` gives it), all of them one after another in `indices` (the sum of
+// `pick_counts` elements). After `lc0rs_computation_compute`, read the outputs with
+// `lc0rs_computation_get_picked_outputs`. A computation holds positions added this way or
+// positions added one by one, never both (`LC0RS_STATUS_STATE`). An index out of range fails
+// with `LC0RS_STATUS_OUT_OF_RANGE` and adds nothing.
+//
+// One thread at a time per computation (else `LC0RS_STATUS_BUSY`).
+//
+// # Safety
+// Each pointer is NULL or valid for the reads stated; `indices` may be NULL where no index
+// is given.
+enum lc0rs_status lc0rs_computation_add_picked(lc0rs_computation computation,
+                                               size_t count,
+                                               const uint64_t *masks,
+                                               const float *values,
+                                               const uint32_t *pick_counts,
+                                               const uint16_t *indices);
+
+// Every output of a computation filled with `lc0rs_computation_add_picked`, after
+// `lc0rs_computation_compute`: for each of its `count` positions (the number added; another
+// count fails with `LC0RS_STATUS_OUT_OF_RANGE`), Q = W − L in `q[i]`, D in `d[i]`, moves
+// left in `m[i]`; the logits read, position after position in the order of their indices,
+// in `logits[0..total]` (`total` the sum of the pick counts given; `logits_len` is the room
+// in `logits`, less than `total` fails with `LC0RS_STATUS_OUT_OF_RANGE`, nothing written).
+// Any of the four output pointers may be NULL: that output is not written.
+//
+// One thread at a time per computation (else `LC0RS_STATUS_BUSY`).
+//
+// # Safety
+// `q`, `d` and `m` are NULL or valid for writes of `count` floats, `logits` NULL or valid
+// for writes of `logits_len` floats, none overlapping another.
+enum lc0rs_status lc0rs_computation_get_picked_outputs(lc0rs_computation computation,
+                                                       size_t count,
+                                                       float *q,
+                                                       float *d,
+                                                       float *m,
+                                                       float *logits,
+                                                       size_t logits_len);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -19,7 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, TryLockError};
 
 use lc0rs::backend::{
-    Backend, BackendError, BatchOutput, best_backend_name, create_backend, evaluate_in_passes,
+    Backend, BackendError, BatchOutput, PickedOutput, PolicyPicks, best_backend_name,
+    create_backend, evaluate_in_passes, evaluate_picked_in_passes,
 };
 use lc0rs::chess::castling::uci_notation;
 use lc0rs::chess::policy_index::entry_moves_with_indices;
@@ -29,8 +30,12 @@ use lc0rs::chess::{
 use lc0rs::netsource::NetSource;
 use lc0rs::weights::{LoadOptions, Model, WeightsError, load_model_bytes};
 
+mod picked;
+
+pub use picked::{lc0rs_computation_add_picked, lc0rs_computation_get_picked_outputs};
+
 /// The version of this interface: changes whenever a declaration in the header changes.
-pub const LC0RS_ABI_VERSION: u32 = 3;
+pub const LC0RS_ABI_VERSION: u32 = 4;
 /// Policy logits per position (lc0's policy index, 0 ≤ index < 1858).
 pub const LC0RS_POLICY_SIZE: usize = 1858;
 /// Input planes per position.
@@ -158,11 +163,22 @@ struct Computation {
     inputs: Vec<InputPlanes>,
     /// The legal moves of each position added as a FEN (`None`: added as planes).
     legal: Vec<Option<LegalMoves>>,
+    /// The policy indices read of each position, where the positions were added with
+    /// `lc0rs_computation_add_picked` (a computation holds one kind or the other).
+    picks: Option<PolicyPicks>,
     output: Option<BatchOutput>,
+    picked: Option<PickedOutput>,
 }
 
 impl Computation {
     fn output(&self) -> Result<&BatchOutput> {
+        if self.picks.is_some() {
+            return Err(Error::State(
+                "the positions were added with lc0rs_computation_add_picked: read them with \
+                 lc0rs_computation_get_picked_outputs"
+                    .into(),
+            ));
+        }
         self.output.as_ref().ok_or_else(|| {
             Error::State("the computation has not been computed (lc0rs_computation_compute)".into())
         })
@@ -181,9 +197,21 @@ impl Computation {
     }
 
     fn accepts_inputs(&self) -> Result<()> {
-        if self.output.is_some() {
+        if self.output.is_some() || self.picked.is_some() {
             return Err(Error::State(
                 "the computation was computed; lc0rs_computation_clear it before adding positions"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Positions added one by one (planes or FEN) cannot join positions added with picks.
+    fn accepts_full_inputs(&self) -> Result<()> {
+        if self.picks.is_some() {
+            return Err(Error::State(
+                "the computation holds positions added with lc0rs_computation_add_picked; \
+                 a computation takes positions of one kind"
                     .into(),
             ));
         }
@@ -622,7 +650,9 @@ pub unsafe extern "C" fn lc0rs_computation_create(
             net,
             inputs: Vec::new(),
             legal: Vec::new(),
+            picks: None,
             output: None,
+            picked: None,
         };
         lock(&REGISTRY.computations).insert(handle, Arc::new(Mutex::new(computation)));
         // SAFETY: checked non-null above; the caller promises it is valid for one write.
@@ -685,6 +715,7 @@ pub unsafe extern "C" fn lc0rs_computation_add_planes(
             for (plane, (&mask, &value)) in planes.iter_mut().zip(masks.iter().zip(values)) {
                 *plane = InputPlane { mask, value };
             }
+            c.accepts_full_inputs()?;
             c.inputs.push(planes);
             c.legal.push(None);
             Ok(())
@@ -713,6 +744,7 @@ pub unsafe extern "C" fn lc0rs_computation_add_fen(
         let (fen, moves) = unsafe { (optional_str(fen, "fen")?, optional_str(moves, "moves")?) };
         with_computation(computation, |c| {
             c.accepts_inputs()?;
+            c.accepts_full_inputs()?;
             let mut history = match fen {
                 Some(fen) => PositionHistory::from_fen(fen)?,
                 None => PositionHistory::startpos(),
@@ -767,7 +799,16 @@ pub unsafe extern "C" fn lc0rs_computation_size(
 pub extern "C" fn lc0rs_computation_compute(computation: Lc0rsComputation) -> Lc0rsStatus {
     boundary(|| {
         with_computation(computation, |c| {
-            c.output = Some(evaluate_in_passes(&*c.net.backend, &c.inputs)?);
+            match &c.picks {
+                Some(picks) => {
+                    c.picked = Some(evaluate_picked_in_passes(
+                        &*c.net.backend,
+                        &c.inputs,
+                        picks,
+                    )?);
+                }
+                None => c.output = Some(evaluate_in_passes(&*c.net.backend, &c.inputs)?),
+            }
             Ok(())
         })
     })
@@ -782,7 +823,9 @@ pub extern "C" fn lc0rs_computation_clear(computation: Lc0rsComputation) -> Lc0r
         with_computation(computation, |c| {
             c.inputs.clear();
             c.legal.clear();
+            c.picks = None;
             c.output = None;
+            c.picked = None;
             Ok(())
         })
     })

@@ -405,6 +405,128 @@ static void from_memory(lc0rs_net net, const char *planes_path, const char *posi
     free(bytes);
 }
 
+/* Reads the planes file into masks[n * 112] and values[n * 112]; returns n. */
+static size_t read_planes(const char *planes_path, uint64_t **masks, float **values) {
+    size_t n = 0, room = 0;
+    *masks = NULL;
+    *values = NULL;
+    FILE *f = fopen(planes_path, "r");
+    if (f == NULL) die("planes file");
+    for (;;) {
+        if (n == room) {
+            room = room * 2 + 4;
+            *masks = realloc(*masks, room * LC0RS_INPUT_PLANES * sizeof **masks);
+            *values = realloc(*values, room * LC0RS_INPUT_PLANES * sizeof **values);
+            if (*masks == NULL || *values == NULL) die("out of memory");
+        }
+        uint64_t *m = *masks + n * LC0RS_INPUT_PLANES;
+        float *v = *values + n * LC0RS_INPUT_PLANES;
+        int p;
+        for (p = 0; p < (int)LC0RS_INPUT_PLANES; p++) {
+            if (fscanf(f, "%" SCNu64 " %f", &m[p], &v[p]) != 2) break;
+        }
+        if (p == 0) break;
+        if (p != (int)LC0RS_INPUT_PLANES) die("short planes line");
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+/* Positions added with their picks give the outputs of the same positions added one by one:
+ * Q, D and M equal, and each picked logit the full policy's at its index. Then the misuse of
+ * the picked calls, each refused with its status and nothing changed. */
+static void picked(lc0rs_net net, const char *planes_path) {
+    uint64_t *masks;
+    float *values;
+    size_t n = read_planes(planes_path, &masks, &values);
+    CHECK(n >= 2);
+    /* Position i is read at i + 1 indices: 0, 97, 194, ... and the last index first. */
+    uint32_t *counts = malloc(n * sizeof *counts);
+    uint16_t *indices = malloc(n * (n + 1) * sizeof *indices);
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        counts[i] = (uint32_t)(i + 1);
+        indices[total++] = LC0RS_POLICY_SIZE - 1;
+        for (size_t k = 1; k <= i; k++) indices[total++] = (uint16_t)((k * 97) % LC0RS_POLICY_SIZE);
+    }
+    lc0rs_computation full = 0, c = 0;
+    EXPECT(lc0rs_computation_create(net, &full), LC0RS_STATUS_OK, NULL);
+    for (size_t i = 0; i < n; i++) {
+        EXPECT(lc0rs_computation_add_planes(full, masks + i * LC0RS_INPUT_PLANES,
+                                            values + i * LC0RS_INPUT_PLANES),
+               LC0RS_STATUS_OK, NULL);
+    }
+    EXPECT(lc0rs_computation_add_picked(full, 1, masks, values, counts, indices),
+           LC0RS_STATUS_STATE, "positions added one by one");
+    EXPECT(lc0rs_computation_compute(full), LC0RS_STATUS_OK, NULL);
+
+    EXPECT(lc0rs_computation_create(net, &c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_add_picked(c, n, NULL, values, counts, indices),
+           LC0RS_STATUS_NULL_POINTER, "masks");
+    uint16_t bad = LC0RS_POLICY_SIZE;
+    uint32_t one = 1;
+    EXPECT(lc0rs_computation_add_picked(c, 1, masks, values, &one, &bad),
+           LC0RS_STATUS_OUT_OF_RANGE, "policy index");
+    size_t size = 99;
+    EXPECT(lc0rs_computation_size(c, &size), LC0RS_STATUS_OK, NULL);
+    CHECK(size == 0);
+    /* Two calls: the first position, then the rest. */
+    EXPECT(lc0rs_computation_add_picked(c, 1, masks, values, counts, indices), LC0RS_STATUS_OK,
+           NULL);
+    EXPECT(lc0rs_computation_add_picked(c, n - 1, masks + LC0RS_INPUT_PLANES,
+                                        values + LC0RS_INPUT_PLANES, counts + 1, indices + 1),
+           LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_add_planes(c, masks, values), LC0RS_STATUS_STATE,
+           "added with lc0rs_computation_add_picked");
+    float *q = malloc(n * sizeof *q), *d = malloc(n * sizeof *d), *m = malloc(n * sizeof *m);
+    float *logits = malloc(total * sizeof *logits);
+    EXPECT(lc0rs_computation_get_picked_outputs(c, n, q, d, m, logits, total),
+           LC0RS_STATUS_STATE, "not computed yet");
+    EXPECT(lc0rs_computation_compute(c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_get_picked_outputs(c, n + 1, q, d, m, logits, total),
+           LC0RS_STATUS_OUT_OF_RANGE, "count");
+    EXPECT(lc0rs_computation_get_picked_outputs(c, n, q, d, m, logits, total - 1),
+           LC0RS_STATUS_OUT_OF_RANGE, "logits buffer");
+    float unused;
+    EXPECT(lc0rs_computation_get_q(c, 0, &unused), LC0RS_STATUS_STATE, "get_picked_outputs");
+    EXPECT(lc0rs_computation_get_picked_outputs(c, n, q, d, m, logits, total), LC0RS_STATUS_OK,
+           NULL);
+    size_t at = 0;
+    int agree = 1;
+    for (size_t i = 0; i < n; i++) {
+        float fq, fd, fm;
+        EXPECT(lc0rs_computation_get_q(full, i, &fq), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_d(full, i, &fd), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_m(full, i, &fm), LC0RS_STATUS_OK, NULL);
+        agree &= q[i] == fq && d[i] == fd && m[i] == fm;
+        for (uint32_t k = 0; k < counts[i]; k++, at++) {
+            float logit;
+            EXPECT(lc0rs_computation_get_policy_logit(full, i, indices[at], &logit),
+                   LC0RS_STATUS_OK, NULL);
+            agree &= logits[at] == logit;
+        }
+    }
+    CHECK(agree);
+    CHECK(at == total);
+    /* NULL outputs are skipped. */
+    EXPECT(lc0rs_computation_get_picked_outputs(c, n, NULL, NULL, NULL, NULL, 0),
+           LC0RS_STATUS_OK, NULL);
+    /* Cleared, it takes positions of either kind again. */
+    EXPECT(lc0rs_computation_clear(c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_add_planes(c, masks, values), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_free(c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_free(full), LC0RS_STATUS_OK, NULL);
+    free(q);
+    free(d);
+    free(m);
+    free(logits);
+    free(counts);
+    free(indices);
+    free(masks);
+    free(values);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: %s PLANES_FILE POSITIONS_FILE NET_FILE\n", argv[0]);
@@ -440,6 +562,7 @@ int main(int argc, char **argv) {
     EXPECT(lc0rs_computation_free(c), LC0RS_STATUS_OK, NULL);
 
     misuse(net, planes_count);
+    picked(net, argv[1]);
     from_memory(net, argv[1], argv[2], argv[3]);
     EXPECT(lc0rs_net_free(net), LC0RS_STATUS_OK, NULL);
     fprintf(stderr, "%d checks, %d failed\n", checks, failures);
