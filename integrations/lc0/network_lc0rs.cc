@@ -28,16 +28,27 @@
   evaluates exactly the net lc0 loaded (its own loader checks and decodes it again).
 */
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <mutex>
+#include <numeric>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "neural/backend.h"
 #include "neural/backends/lc0rs/lc0rs.h"
+#include "neural/encoder.h"
 #include "neural/factory.h"
+#include "neural/loader.h"
+#include "neural/register.h"
+#include "neural/shared_params.h"
 #include "utils/exception.h"
+#include "utils/fastmath.h"
 #include "utils/logging.h"
 
 namespace lczero {
@@ -226,6 +237,8 @@ class Lc0rsNetwork : public Network {
   Lc0rsNetwork(const Lc0rsNetwork&) = delete;
   Lc0rsNetwork& operator=(const Lc0rsNetwork&) = delete;
 
+  lc0rs_net net() const { return net_; }
+
   const NetworkCapabilities& GetCapabilities() const override { return capabilities_; }
   // One lc0rs computation per lc0 computation: each serves the one search thread that owns
   // it; computations of one net may compute on several threads at once.
@@ -279,7 +292,199 @@ std::unique_ptr<Network> MakeLc0rsNetwork(const std::optional<WeightsFile>& weig
   return std::make_unique<Lc0rsNetwork>(weights, options);
 }
 
-REGISTER_NETWORK("lc0rs", MakeLc0rsNetwork, -100)
+class Lc0rsBackend;
+
+// One batch through lc0's Backend interface: AddInput encodes a position (on whichever search
+// task calls it, several at once) and keeps its legal moves' policy indices; ComputeBlocking
+// hands the whole batch to lc0rs in one call, which reads back only those logits, and applies
+// lc0's softmax to them. Through the Network interface every position's 1858 logits were
+// copied out, position by position.
+class Lc0rsBackendComputation : public BackendComputation {
+ public:
+  explicit Lc0rsBackendComputation(const Lc0rsBackend& backend);
+  ~Lc0rsBackendComputation() override {
+    if (computation_ != 0) lc0rs_computation_free(computation_);
+  }
+  Lc0rsBackendComputation(const Lc0rsBackendComputation&) = delete;
+  Lc0rsBackendComputation& operator=(const Lc0rsBackendComputation&) = delete;
+
+  size_t UsedBatchSize() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.size();
+  }
+  AddInputResult AddInput(const EvalPosition& pos, EvalResultPtr result) override;
+  void ComputeBlocking() override;
+
+ private:
+  struct Entry {
+    InputPlanes planes;
+    std::vector<uint16_t> indices;  // Of the legal moves, where the policy is asked for.
+    EvalResultPtr result;
+  };
+
+  const Lc0rsBackend& backend_;
+  lc0rs_computation computation_ = 0;
+  mutable std::mutex mutex_;
+  std::vector<Entry> entries_;
+};
+
+class Lc0rsBackend : public Backend {
+ public:
+  Lc0rsBackend(std::unique_ptr<Lc0rsNetwork> network, const OptionsDict& options)
+      : network_(std::move(network)),
+        backend_opts_(options.Get<std::string>(SharedBackendParams::kBackendOptionsId)),
+        weights_path_(options.Get<std::string>(SharedBackendParams::kWeightsId)) {
+    UpdateConfiguration(options);
+    const NetworkCapabilities& caps = network_->GetCapabilities();
+    input_format_ = caps.input_format;
+    attributes_.has_mlh = caps.has_mlh();
+    attributes_.has_wdl = caps.has_wdl();
+    attributes_.runs_on_cpu = network_->IsCpu();
+    attributes_.suggested_num_search_threads = network_->GetThreads();
+    attributes_.recommended_batch_size = network_->GetMiniBatchSize();
+    // As lc0's Network wrapper: a larger batch is evaluated by lc0rs in several passes.
+    attributes_.maximum_batch_size = 1024;
+  }
+
+  BackendAttributes GetAttributes() const override { return attributes_; }
+  std::unique_ptr<BackendComputation> CreateComputation() override {
+    return std::make_unique<Lc0rsBackendComputation>(*this);
+  }
+  // lc0's rules for its own backends: another net or other backend options need a new
+  // backend; the policy temperature and the history fill are taken as they change.
+  UpdateConfigurationResult UpdateConfiguration(const OptionsDict& options) override {
+    Backend::UpdateConfiguration(options);
+    if (backend_opts_ != options.Get<std::string>(SharedBackendParams::kBackendOptionsId) ||
+        weights_path_ != options.Get<std::string>(SharedBackendParams::kWeightsId)) {
+      return NEED_RESTART;
+    }
+    inverse_temperature_ = 1.0f / options.Get<float>(SharedBackendParams::kPolicySoftmaxTemp);
+    const std::string fill = options.Get<std::string>(SharedBackendParams::kHistoryFill);
+    fill_ = fill == "fen_only" ? FillEmptyHistory::FEN_ONLY
+            : fill == "always" ? FillEmptyHistory::ALWAYS
+                               : FillEmptyHistory::NO;
+    return UPDATE_OK;
+  }
+
+  lc0rs_net net() const { return network_->net(); }
+  pblczero::NetworkFormat::InputFormat input_format() const { return input_format_; }
+  FillEmptyHistory fill() const { return fill_; }
+  float inverse_temperature() const { return inverse_temperature_; }
+
+ private:
+  std::unique_ptr<Lc0rsNetwork> network_;
+  const std::string backend_opts_;
+  const std::string weights_path_;
+  BackendAttributes attributes_{};
+  pblczero::NetworkFormat::InputFormat input_format_{};
+  float inverse_temperature_ = 1.0f;
+  FillEmptyHistory fill_ = FillEmptyHistory::FEN_ONLY;
+};
+
+Lc0rsBackendComputation::Lc0rsBackendComputation(const Lc0rsBackend& backend)
+    : backend_(backend) {
+  Check(lc0rs_computation_create(backend_.net(), &computation_), "lc0rs_computation_create");
+}
+
+BackendComputation::AddInputResult Lc0rsBackendComputation::AddInput(const EvalPosition& pos,
+                                                                     EvalResultPtr result) {
+  int transform = 0;
+  Entry entry{EncodePositionForNN(backend_.input_format(), pos.pos, 8, backend_.fill(),
+                                  &transform),
+              {},
+              result};
+  if (entry.planes.size() != LC0RS_INPUT_PLANES) {
+    throw Exception("lc0rs: a position of " + std::to_string(entry.planes.size()) +
+                    " input planes, " + std::to_string(LC0RS_INPUT_PLANES) + " expected");
+  }
+  if (!result.p.empty()) {
+    if (result.p.size() != pos.legal_moves.size()) {
+      throw Exception("lc0rs: room for " + std::to_string(result.p.size()) +
+                      " policy entries, " + std::to_string(pos.legal_moves.size()) +
+                      " legal moves");
+    }
+    entry.indices.reserve(pos.legal_moves.size());
+    for (const Move& move : pos.legal_moves) {
+      entry.indices.push_back(MoveToNNIndex(move, transform));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.push_back(std::move(entry));
+  return ENQUEUED_FOR_EVAL;
+}
+
+void Lc0rsBackendComputation::ComputeBlocking() {
+  const size_t n = entries_.size();
+  if (n == 0) return;
+  std::vector<uint64_t> masks(n * LC0RS_INPUT_PLANES);
+  std::vector<float> values(n * LC0RS_INPUT_PLANES);
+  std::vector<uint32_t> counts(n);
+  std::vector<uint16_t> indices;
+  for (size_t i = 0; i < n; ++i) {
+    const Entry& entry = entries_[i];
+    for (size_t p = 0; p < LC0RS_INPUT_PLANES; ++p) {
+      masks[i * LC0RS_INPUT_PLANES + p] = entry.planes[p].mask;
+      values[i * LC0RS_INPUT_PLANES + p] = entry.planes[p].value;
+    }
+    counts[i] = static_cast<uint32_t>(entry.indices.size());
+    indices.insert(indices.end(), entry.indices.begin(), entry.indices.end());
+  }
+  Check(lc0rs_computation_clear(computation_), "lc0rs_computation_clear");
+  Check(lc0rs_computation_add_picked(computation_, n, masks.data(), values.data(),
+                                     counts.data(), indices.data()),
+        "lc0rs_computation_add_picked");
+  Check(lc0rs_computation_compute(computation_), "lc0rs_computation_compute");
+  std::vector<float> q(n), d(n), m(n), logits(indices.size());
+  Check(lc0rs_computation_get_picked_outputs(computation_, n, q.data(), d.data(), m.data(),
+                                             logits.data(), logits.size()),
+        "lc0rs_computation_get_picked_outputs");
+  const float inverse_temperature = backend_.inverse_temperature();
+  size_t at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const EvalResultPtr& result = entries_[i].result;
+    if (result.q) *result.q = q[i];
+    if (result.d) *result.d = d[i];
+    if (result.m) *result.m = m[i];
+    // lc0's softmax (its Network wrapper's): the largest logit subtracted, FastExp, scaled to
+    // sum to one.
+    const std::span<float> policy = result.p;
+    const float* own = logits.data() + at;
+    at += policy.size();
+    const float max_logit = std::accumulate(own, own + policy.size(),
+                                            -std::numeric_limits<float>::infinity(),
+                                            [](float a, float b) { return std::max(a, b); });
+    float total = 0.0f;
+    for (size_t k = 0; k < policy.size(); ++k) {
+      total += policy[k] = FastExp((own[k] - max_logit) * inverse_temperature);
+    }
+    const float scale = total > 0.0f ? 1.0f / total : 1.0f;
+    for (float& p : policy) p *= scale;
+  }
+}
+
+class Lc0rsBackendFactory : public BackendFactory {
+ public:
+  int GetPriority() const override { return -100; }
+  std::string_view GetName() const override { return "lc0rs"; }
+  // As lc0's Network wrapper makes a backend of a Network: the backend options read as a
+  // dictionary, the weights loaded by lc0, every option checked as read.
+  std::unique_ptr<Backend> Create(const OptionsDict& options) override {
+    OptionsDict network_options;
+    network_options.AddSubdictFromString(
+        options.Get<std::string>(SharedBackendParams::kBackendOptionsId));
+    std::optional<WeightsFile> weights =
+        LoadWeights(options.Get<std::string>(SharedBackendParams::kWeightsId));
+    auto network = std::make_unique<Lc0rsNetwork>(weights, network_options);
+    network_options.CheckAllOptionsRead("lc0rs");
+    return std::make_unique<Lc0rsBackend>(std::move(network), options);
+  }
+};
+
+// The Backend for lc0's search and tools; the Network for the backends made of Networks
+// (check, demux, roundrobin, multiplexing, recordreplay), which find theirs by this name.
+[[maybe_unused]] NetworkFactory::Register register_network("lc0rs", MakeLc0rsNetwork, -100);
+[[maybe_unused]] BackendManager::Register register_backend(
+    std::make_unique<Lc0rsBackendFactory>());
 
 }  // namespace
 }  // namespace lczero
