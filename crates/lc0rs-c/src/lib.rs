@@ -116,6 +116,12 @@ enum Error {
         needed: usize,
         given: usize,
     },
+    #[error("{what}: {given} given, {expected} expected")]
+    Mismatch {
+        what: &'static str,
+        given: usize,
+        expected: usize,
+    },
     #[error("the computation is in use by another thread")]
     Busy,
     #[error("{what} is not valid UTF-8")]
@@ -135,7 +141,9 @@ impl Error {
         match self {
             Error::Null { .. } => Lc0rsStatus::NullPointer,
             Error::Handle { .. } => Lc0rsStatus::InvalidHandle,
-            Error::Range { .. } | Error::TooSmall { .. } => Lc0rsStatus::OutOfRange,
+            Error::Range { .. } | Error::TooSmall { .. } | Error::Mismatch { .. } => {
+                Lc0rsStatus::OutOfRange
+            }
             Error::Busy => Lc0rsStatus::Busy,
             Error::Utf8 { .. } => Lc0rsStatus::InvalidArgument,
             Error::Load { .. } => Lc0rsStatus::Load,

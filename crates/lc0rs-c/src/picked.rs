@@ -138,10 +138,10 @@ pub unsafe extern "C" fn lc0rs_computation_get_picked_outputs(
                 )
             })?;
             if count != output.len() {
-                return Err(Error::Range {
-                    what: "count",
-                    index: count,
-                    len: output.len() + 1,
+                return Err(Error::Mismatch {
+                    what: "positions",
+                    given: count,
+                    expected: output.len(),
                 });
             }
             if !logits.is_null() && logits_len < output.logits.len() {

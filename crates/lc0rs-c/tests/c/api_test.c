@@ -485,7 +485,7 @@ static void picked(lc0rs_net net, const char *planes_path) {
            LC0RS_STATUS_STATE, "not computed yet");
     EXPECT(lc0rs_computation_compute(c), LC0RS_STATUS_OK, NULL);
     EXPECT(lc0rs_computation_get_picked_outputs(c, n + 1, q, d, m, logits, total),
-           LC0RS_STATUS_OUT_OF_RANGE, "count");
+           LC0RS_STATUS_OUT_OF_RANGE, "expected");
     EXPECT(lc0rs_computation_get_picked_outputs(c, n, q, d, m, logits, total - 1),
            LC0RS_STATUS_OUT_OF_RANGE, "logits buffer");
     float unused;
