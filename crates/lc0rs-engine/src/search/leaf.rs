@@ -253,7 +253,7 @@ pub(super) fn answer_by_rules(tree: &mut Tree, path: &[u32], outcome: &LeafOutco
                 value: value as i8,
                 plies: 0,
             };
-            tree.node_mut(leaf).proof = Some(proof);
+            tree.prove(leaf, proof);
             back_up_proven(tree, path, proof);
             tree.propagate_proof(path);
         }

@@ -256,10 +256,24 @@ impl Tree {
                 return;
             }
             let proof = self.proof_from_children(index);
-            if proof.is_none() || proof == self.node(index).proof {
+            let Some(proof) = proof.filter(|&p| Some(p) != self.node(index).proof) else {
                 return;
-            }
-            self.node_mut(index).proof = proof;
+            };
+            self.prove(index, proof);
+        }
+    }
+
+    /// Records what is proven about `index`. A proven loss for the player who moves into it
+    /// takes its move's prior away, as lc0 does: a move lost by force has no uncertainty for
+    /// U to explore, and its prior, counted in its parent's visited policy, would lower the
+    /// first-play urgency of the moves not yet tried (in a position where many moves lose,
+    /// the one that holds was reached far later than lc0 reaches it).
+    pub fn prove(&mut self, index: u32, proof: Proof) {
+        let node = self.node_mut(index);
+        node.proof = Some(proof);
+        let edge = node.edge;
+        if proof.value == -1 && edge != NONE {
+            self.edges.get_mut(edge).prior = 0.0;
         }
     }
 
@@ -478,6 +492,11 @@ mod tests {
         tree.node_mut(a1).proof = proof(1, 0);
         tree.propagate_proof(&[ROOT, a, a1]);
         assert_eq!(tree.node(a).proof, proof(-1, 1));
+        // A move lost by force keeps no prior (lc0's MakeTerminal), a winning one keeps its.
+        assert_eq!(
+            (tree.edge(edge_a).prior, tree.edge(edge_b).prior),
+            (0.0, 0.4)
+        );
         // One reply to `b` proven lost for its mover says nothing while the other is open...
         tree.node_mut(b1).proof = proof(-1, 1);
         tree.propagate_proof(&[ROOT, b, b1]);
@@ -486,6 +505,7 @@ mod tests {
         tree.node_mut(b2).proof = proof(-1, 3);
         tree.propagate_proof(&[ROOT, b, b2]);
         assert_eq!(tree.node(b).proof, proof(1, 4));
+        assert_eq!(tree.edge(edge_b).prior, 0.4);
         // The root is never proven; its ranking puts the win first and the loss last.
         assert_eq!(tree.node(ROOT).proof, None);
         tree.node_mut(a).visits = 50;
