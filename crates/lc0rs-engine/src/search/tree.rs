@@ -248,10 +248,15 @@ impl Tree {
         }
     }
 
-    /// After the last node of `path` got a proof: proves its ancestors where their children
-    /// now decide them, up to (not including) the root, which is always searched on.
+    /// After the last node of `path` got a proof (and its playout was backed up): proves its
+    /// ancestors where their children now decide them, up to (not including) the root, which
+    /// is always searched on. A node proven here takes its proven value for all its visits,
+    /// and its ancestors' sums are corrected by the difference (lc0's `MakeTerminal` and
+    /// `AdjustForTerminal`): a forced result found deep in the tree reaches the root's
+    /// children at once, not one visit at a time.
     pub fn propagate_proof(&mut self, path: &[u32]) {
-        for &index in path.iter().rev().skip(1) {
+        for at in (0..path.len().saturating_sub(1)).rev() {
+            let index = path[at];
             if index == ROOT {
                 return;
             }
@@ -260,6 +265,34 @@ impl Tree {
                 return;
             };
             self.prove(index, proof);
+            self.settle_proven_value(&path[..=at]);
+        }
+    }
+
+    /// Makes the value of the last node of `path`, just proven, its proof's for every visit,
+    /// and moves its ancestors' sums by as much (the sign alternating with the side).
+    fn settle_proven_value(&mut self, path: &[u32]) {
+        let Some((&index, ancestors)) = path.split_last() else {
+            return;
+        };
+        let node = self.node_mut(index);
+        let Some(proof) = node.proof else {
+            return;
+        };
+        let visits = f64::from(node.visits);
+        let value_change = f64::from(proof.value()) * visits - node.value_sum;
+        let draw = if proof.value == 0 { 1.0 } else { 0.0 };
+        let draw_change = (draw - node.draw) * node.visits as f32;
+        node.value_sum += value_change;
+        node.draw = draw;
+        let mut sign = -1.0;
+        for &ancestor in ancestors.iter().rev() {
+            let node = self.node_mut(ancestor);
+            node.value_sum += sign * value_change;
+            if node.visits > 0 {
+                node.draw += draw_change / node.visits as f32;
+            }
+            sign = -sign;
         }
     }
 
@@ -515,6 +548,39 @@ mod tests {
         tree.node_mut(b).proof = None;
         tree.propagate_proof(&[ROOT, b, b1]);
         assert_eq!(tree.node(b).proof, proof(0, 1));
+    }
+
+    #[test]
+    fn a_proven_node_takes_its_value_for_every_visit_and_its_ancestors_follow() {
+        let moves = moves();
+        let mut tree = Tree::default();
+        tree.expand(ROOT, &[(moves[0], 0.6), (moves[1], 0.4)]);
+        let a = spawn(&mut tree, ROOT, 0);
+        tree.expand(a, &[(moves[2], 0.5), (moves[3], 0.5)]);
+        let a1 = spawn(&mut tree, a, 0);
+        let set = |tree: &mut Tree, index, visits, value_sum, draw| {
+            let node = tree.node_mut(index);
+            (node.visits, node.value_sum, node.draw) = (visits, value_sum, draw);
+        };
+        // `a1` a mate just found and backed up; `a` 10 visits worth 0.2 a visit to the side
+        // to move at the root, D 0.5; the root 15 visits, −3 in all, D 0.4.
+        set(&mut tree, a1, 1, 1.0, 0.0);
+        set(&mut tree, a, 10, 2.0, 0.5);
+        set(&mut tree, ROOT, 15, -3.0, 0.4);
+        tree.prove(a1, Proof { value: 1, plies: 0 });
+        tree.propagate_proof(&[ROOT, a, a1]);
+        // `a` is lost for its mover: −1 for each of its 10 visits, a change of −12, which
+        // the root (the other side) gains: −3 + 12 = 9; D: a's 10 visits lose their 0.5
+        // each, the root's mean falls by 5 / 15.
+        let node = tree.node(a);
+        assert_eq!((node.value_sum, node.draw), (-10.0, 0.0));
+        let root = tree.node(ROOT);
+        assert_eq!(root.value_sum, 9.0);
+        assert!(
+            (root.draw - (0.4 - 5.0 / 15.0)).abs() < 1e-6,
+            "{}",
+            root.draw
+        );
     }
 
     #[test]
