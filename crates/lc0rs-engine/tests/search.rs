@@ -118,6 +118,47 @@ fn mates_in_one_are_found_with_a_few_hundred_nodes() {
     }
 }
 
+/// A position of a game against lc0, both engines on the same `random` evaluations, where many
+/// of white's moves lose to a mate in one: with 10,000 nodes the search played d1c1, after
+/// which f2e1 mates (lc0 played on), until a move proven lost gave up its prior and a proven
+/// node its value for all its visits, as in lc0. Whatever the search picks, the rules (not the
+/// search) check that no reply mates.
+#[test]
+fn a_search_does_not_play_into_a_mate_in_one() {
+    let spec = "startpos moves e2e4 e7e6 d2d4 d7d5 b1d2 c7c5 e4d5 d8d5 e1e2 d5d8 e2e3 d8c7 a1b1 c7e5 e3d3 f8e7 \
+     d1g4 e5d6 f2f3 e7g5 c2c4 c8d7 g4f4 g5h4 f4f6 e6e5 d3e2 d6e6 d2b3 e6h3 f6h6 e8e7 \
+     h6a6 h3g3 e2d1 d7f5 b1a1 b8d7 g1e2 d7f6 a6f6 g7f6 c1h6 g3f2 h6f4 e5f4";
+    let (network, _) = NetSource::parse(None)
+        .unwrap()
+        .load(&LoadOptions::default(), &mut |_, _| {})
+        .unwrap();
+    let backend: Arc<dyn Backend> =
+        Arc::from(create_backend("random", network, "policy_spread=8,q_spread=0.2").unwrap());
+    for minibatch in [1, 256] {
+        let params = SearchParams {
+            threads: 1,
+            minibatch,
+            ..SearchParams::default()
+        };
+        let mut search = Search::new(backend.clone(), params);
+        search.set_position(history(spec));
+        let result = search_nodes(&mut search, 10_000);
+        let mut after = history(spec);
+        after.play(result.best_move);
+        let position = after.last().position.clone().expect("a legal position");
+        for reply in position.legal_moves() {
+            let mut next = position.clone();
+            next.play_unchecked(reply);
+            assert!(
+                !next.is_checkmate(),
+                "minibatch {minibatch}: {} lets {} mate",
+                uci(&result.best_move, false),
+                uci(&reply, false)
+            );
+        }
+    }
+}
+
 #[test]
 fn leaves_are_batched_and_best_moves_are_legal() {
     let counting = counting_cpu();
