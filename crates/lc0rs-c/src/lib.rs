@@ -24,9 +24,7 @@ use lc0rs::backend::{
 };
 use lc0rs::chess::castling::uci_notation;
 use lc0rs::chess::policy_index::entry_moves_with_indices;
-use lc0rs::chess::{
-    ChessError, HistoryFill, InputPlane, InputPlanes, PositionHistory, encode_position,
-};
+use lc0rs::chess::{ChessError, HistoryFill, InputPlanes, PositionHistory, encode_position};
 use lc0rs::netsource::NetSource;
 use lc0rs::weights::{LoadOptions, Model, WeightsError, load_model_bytes};
 
@@ -716,15 +714,8 @@ pub unsafe extern "C" fn lc0rs_computation_add_planes(
         };
         with_computation(computation, |c| {
             c.accepts_inputs()?;
-            let mut planes = [InputPlane {
-                mask: 0,
-                value: 0.0,
-            }; LC0RS_INPUT_PLANES];
-            for (plane, (&mask, &value)) in planes.iter_mut().zip(masks.iter().zip(values)) {
-                *plane = InputPlane { mask, value };
-            }
             c.accepts_full_inputs()?;
-            c.inputs.push(planes);
+            c.inputs.push(picked::planes_of(masks, values));
             c.legal.push(None);
             Ok(())
         })

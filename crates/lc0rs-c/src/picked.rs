@@ -94,7 +94,8 @@ pub unsafe extern "C" fn lc0rs_computation_add_picked(
     })
 }
 
-fn planes_of(masks: &[u64], values: &[f32]) -> InputPlanes {
+/// One position's planes from its masks and values (112 of each).
+pub(super) fn planes_of(masks: &[u64], values: &[f32]) -> InputPlanes {
     let mut planes = [InputPlane {
         mask: 0,
         value: 0.0,
