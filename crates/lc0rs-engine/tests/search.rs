@@ -300,7 +300,7 @@ fn assert_tree_consistent(search: &Search, reused: u32, playouts: u64) {
     let mut stack = vec![(ROOT, search.history().last().position.clone().unwrap())];
     while let Some((index, position)) = stack.pop() {
         let node = tree.node(index);
-        assert_eq!(node.in_flight, 0, "node {index}: virtual loss left");
+        assert_eq!(node.in_flight(), 0, "node {index}: virtual loss left");
         assert!(
             node.value_sum.abs() <= f64::from(node.visits) + 1e-6,
             "node {index}: value sum {} over {} visits",
@@ -546,6 +546,7 @@ fn multipv_and_searchmoves_shape_the_report() {
         .filter(|&e| asked.contains(&tree.edge(e).mv))
         .map(|e| tree.child(e).visits)
         .sum();
+    drop(tree);
     assert_eq!(visited + 1, search.root_visits());
     assert_eq!(search.move_stats().len(), 20);
     // Two playouts: the root's, then one move's, which holds exactly the network's value of

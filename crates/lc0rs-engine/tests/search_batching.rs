@@ -120,7 +120,7 @@ fn check_outputs_reach_their_nodes(
     derive: Derive,
 ) -> u32 {
     let node = tree.node(index);
-    assert_eq!(node.in_flight, 0, "visits left in flight");
+    assert_eq!(node.in_flight(), 0, "visits left in flight");
     if !node.expanded || node.proof.is_some() {
         return 0;
     }
@@ -207,15 +207,72 @@ fn every_node_gets_the_outputs_of_its_own_position() {
                 assert_eq!(result.info.nodes, 3000, "{case}");
                 let mut history = search.history().clone();
                 let checked =
-                    check_outputs_reach_their_nodes(search.tree(), ROOT, &mut history, derive);
+                    check_outputs_reach_their_nodes(&search.tree(), ROOT, &mut history, derive);
                 assert!(checked > 100, "{case}: only {checked} nodes expanded");
                 // The tree kept after a move is checked the same way.
                 search.advance(&[result.best_move]);
                 search_nodes(&mut search, 3000);
                 let mut history = search.history().clone();
-                check_outputs_reach_their_nodes(search.tree(), ROOT, &mut history, derive);
+                check_outputs_reach_their_nodes(&search.tree(), ROOT, &mut history, derive);
             }
         }
+    }
+}
+
+/// A pass shared among the task workers deals what one thread's walk deals (the same leaves,
+/// the same collisions), so that a search with one thread ends with the same tree, bit for
+/// bit, with or without workers to walk its passes' subtrees.
+#[test]
+fn walks_shared_among_task_workers_deal_as_one_thread() {
+    let backend: Arc<dyn Backend> = Arc::new(PlaneDerived {
+        call: Duration::ZERO,
+        derive: Derive::WholeInput,
+    });
+    let search_with = |task_workers, spec| {
+        let params = SearchParams {
+            minibatch: 256,
+            threads: 1,
+            task_workers: Some(task_workers),
+            ..SearchParams::default()
+        };
+        let mut search = Search::new(backend.clone(), params);
+        search.set_position(PositionHistory::from_spec(spec).unwrap());
+        let info = search_nodes(&mut search, 20_000).info;
+        let tree = search.tree();
+        let root_children: Vec<(u32, u64, u32)> = tree
+            .children(ROOT)
+            .map(|edge| {
+                let child = tree.child(edge);
+                (
+                    child.visits,
+                    child.value_sum.to_bits(),
+                    child.draw.to_bits(),
+                )
+            })
+            .collect();
+        (
+            root_children,
+            info.pv,
+            info.walks,
+            info.shared_walks,
+            tree.size(),
+        )
+    };
+    for spec in [
+        "startpos",
+        "startpos moves e2e4 e7e5 g1f3 b8c6 f1b5 a7a6",
+        "fen 8/5pk1/6p1/3P4/1p3P2/1P4P1/5K2/8 b - - 0 45",
+    ] {
+        let (alone, shared) = (search_with(0, spec), search_with(3, spec));
+        assert_eq!(alone.3, 0, "{spec}: a walk shared without workers");
+        assert!(shared.3 > 10, "{spec}: only {} walks shared", shared.3);
+        assert_eq!(alone.0, shared.0, "{spec}: the root's children differ");
+        assert_eq!(alone.1, shared.1, "{spec}: the principal variations differ");
+        assert_eq!(
+            (alone.2, alone.4),
+            (shared.2, shared.4),
+            "{spec}: walks or tree sizes differ"
+        );
     }
 }
 

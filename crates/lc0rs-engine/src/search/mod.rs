@@ -19,7 +19,7 @@ mod worker;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use shakmaty::{Chess, Move, Position};
@@ -174,6 +174,8 @@ pub struct SearchInfo {
     pub collisions: u64,
     /// Walks of the tree from the root that gathered them.
     pub walks: u64,
+    /// Those of the walks whose subtrees were shared among the task workers.
+    pub shared_walks: u64,
     /// Backend calls and the positions sent in them.
     pub batches: u64,
     pub evaluated: u64,
@@ -263,7 +265,9 @@ pub struct Search {
     params: SearchParams,
     fill: HistoryFill,
     cache: NnCache,
-    tree: Tree,
+    /// The tree, locked for the threads of a search (see [`worker`]); between searches only
+    /// this search's own methods reach it.
+    tree: RwLock<Tree>,
     root: PositionHistory,
     /// The threads and minibatch the backend was last warmed up for.
     warmed: Option<(usize, usize)>,
@@ -276,7 +280,7 @@ impl Search {
             cache: NnCache::new(params.cache_size),
             params,
             fill: HistoryFill::FenOnly,
-            tree: Tree::default(),
+            tree: RwLock::new(Tree::default()),
             root: PositionHistory::startpos(),
             warmed: None,
         }
@@ -348,7 +352,12 @@ impl Search {
     /// Searches `history` from scratch (a new game or an unrelated position).
     pub fn set_position(&mut self, history: PositionHistory) {
         self.root = history;
-        self.tree = Tree::default();
+        *self.tree_mut() = Tree::default();
+    }
+
+    /// The tree outside a search (no thread can hold its lock then).
+    fn tree_mut(&mut self) -> &mut Tree {
+        self.tree.get_mut().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Plays `moves` from the current root, keeping the subtree under them.
@@ -357,14 +366,16 @@ impl Search {
         let mut reusable = true;
         for m in moves {
             self.root.play(*m);
-            let child = self.tree.child_by_move(index, m);
-            match child.and_then(|edge| self.tree.child_node(edge)) {
+            let tree = self.tree_mut();
+            let child = tree.child_by_move(index, m);
+            match child.and_then(|edge| tree.child_node(edge)) {
                 Some(child) if reusable => index = child,
                 _ => reusable = false,
             }
         }
-        self.tree = if reusable {
-            self.tree.subtree(index)
+        let tree = self.tree_mut();
+        *tree = if reusable {
+            tree.subtree(index)
         } else {
             Tree::default()
         };
@@ -375,8 +386,8 @@ impl Search {
     }
 
     /// The tree as the last search left it (for inspection: visit counts, values, priors).
-    pub fn tree(&self) -> &Tree {
-        &self.tree
+    pub fn tree(&self) -> RwLockReadGuard<'_, Tree> {
+        self.tree.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The root's moves with their visits, priors, values and PUCT terms, the least
@@ -395,12 +406,12 @@ impl Search {
             // The network's Q is for the side to move after `m`.
             self.cache.get(key).map(|eval| -eval.q)
         };
-        stats::root_move_stats(&self.tree, &self.params, &cached_value)
+        stats::root_move_stats(&self.tree(), &self.params, &cached_value)
     }
 
     /// Playouts already in the root (reused from earlier searches or this one).
     pub fn root_visits(&self) -> u32 {
-        self.tree.node(ROOT).visits
+        self.tree().node(ROOT).visits
     }
 
     /// Searches until `limits` or `stop`, calling `on_batch` after the backend batches of the
@@ -428,7 +439,7 @@ impl Search {
         let threads = self.threads();
         let cap = self.minibatch();
         let in_flight = leaves_per_round(cap, threads, &self.params);
-        let kept_visits = u64::from(self.tree.node(ROOT).visits);
+        let kept_visits = u64::from(self.tree_mut().node(ROOT).visits);
         let plan = batch_plan(&limits, &self.params, start, cap, in_flight);
         let params = &self.params;
         let context = Context {
@@ -439,7 +450,7 @@ impl Search {
             root_moves: &limits.searchmoves,
             cache: Mutex::new(&mut self.cache),
             state: Mutex::new(TreeState {
-                tree: &mut self.tree,
+                tree: &self.tree,
                 stats: SearchStats::default(),
                 kept_visits,
                 first_playout_at: None,
@@ -497,7 +508,7 @@ impl Search {
         let best = info.pv.first().copied().ok_or(SearchError::GameOver)?;
         Ok(SearchResult {
             best_move: best,
-            tree_full: tree_full(state.tree, in_flight, self.params.max_tree_nodes),
+            tree_full: tree_full(&state.tree(), in_flight, self.params.max_tree_nodes),
             info,
         })
     }
@@ -523,14 +534,14 @@ fn batch_plan<'a>(
 ) -> impl Fn(&mut TreeState) -> Option<BatchTarget> + Sync + 'a {
     move |state: &mut TreeState| {
         let remaining = limits.nodes.map(|n| n.saturating_sub(state.visits()));
-        let has_move = state.tree.node(ROOT).expanded;
+        let has_move = state.tree().node(ROOT).expanded;
         let limit_reached = remaining == Some(0)
             || worker::past(start, limits.time)
             || limits.depth.is_some_and(|d| state.stats.mean_depth() >= d)
             || limits
                 .mate
-                .is_some_and(|n| mate_found(state.tree, &limits.searchmoves, n))
-            || tree_full(state.tree, in_flight, params.max_tree_nodes)
+                .is_some_and(|n| mate_found(&state.tree(), &limits.searchmoves, n))
+            || tree_full(&state.tree(), in_flight, params.max_tree_nodes)
             || settled(state, limits, start, params.smart_pruning_factor);
         if has_move && limit_reached {
             return None;
@@ -609,11 +620,11 @@ fn tree_full(tree: &Tree, in_flight: usize, max_nodes: usize) -> bool {
 /// cannot overtake.
 fn settled(state: &mut TreeState, limits: &Limits, start: Instant, factor: f32) -> bool {
     let limited = limits.nodes.is_some() || limits.time.is_some() || limits.depth.is_some();
-    if factor <= 0.0 || !limited || !state.tree.node(ROOT).expanded {
+    let tree = state.tree();
+    if factor <= 0.0 || !limited || !tree.node(ROOT).expanded {
         return false;
     }
-    let tree = &*state.tree;
-    let edges = root_ranking(tree, &limits.searchmoves);
+    let edges = root_ranking(&tree, &limits.searchmoves);
     let proof = |c: u32| tree.child(c).proof.map(|p| p.value);
     let not_lost = edges.iter().filter(|&&c| proof(c) != Some(-1)).count();
     let win_found = edges.first().is_some_and(|&c| proof(c) == Some(1));
@@ -645,7 +656,7 @@ fn info(
     elapsed: Duration,
     hashfull: u32,
 ) -> SearchInfo {
-    let tree = &*state.tree;
+    let tree = &*state.tree();
     let ranked = root_ranking(tree, root_moves);
     let lines: Vec<PvLine> = ranked
         .iter()
@@ -672,6 +683,7 @@ fn info(
         numbered_lines: params.multipv > 1,
         collisions: state.stats.collisions,
         walks: state.stats.walks,
+        shared_walks: state.stats.shared_walks,
         batches: state.stats.batches,
         evaluated: state.stats.evaluated,
         times: profile::PhaseTimes::default(),

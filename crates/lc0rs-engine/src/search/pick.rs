@@ -16,11 +16,22 @@
 //!   that the rest of the gathering goes elsewhere, and are taken back once a batch is backed
 //!   up. The gathering ends when the collisions exceed a budget that grows with the tree, so
 //!   a small tree gets small batches and keeps its depth.
+//!
+//! A large pass is walked on the task workers too, as lc0's picking tasks walk it: the
+//! search thread deals the visits of the nodes near the root, down to shares of a few visits
+//! each ([`Segment`]s), and the workers (the search thread among them) deal each segment's
+//! visits in its subtree. Subtrees of different segments share no node, so the walks touch
+//! disjoint parts of the tree, and each deals exactly what the one-thread walk deals there:
+//! the pass starts the same leaves, in the same order.
+
+use std::sync::{PoisonError, RwLock};
 
 use shakmaty::Move;
 
 use super::SearchParams;
+use super::leaf::StartedLeaf;
 use super::ranking::{self, Choice, Ranking};
+use super::tasks::TaskWorkers;
 use super::tree::{Node, ROOT, Tree};
 
 /// Visits that reached a node whose evaluation is under way or whose result is proven: they
@@ -40,12 +51,13 @@ impl Collision {
     pub fn grow(&mut self, tree: &mut Tree, extra: u32) {
         self.visits += extra;
         for &index in &self.ancestors {
-            tree.node_mut(index).in_flight += extra;
+            tree.node(index).add_in_flight(extra);
         }
     }
 }
 
 /// What a pass needs besides the tree.
+#[derive(Clone, Copy)]
 pub(super) struct PassInput<'a> {
     pub params: &'a SearchParams,
     /// The root moves to search (`searchmoves`; empty: all).
@@ -60,14 +72,117 @@ pub(super) struct PassInput<'a> {
 /// so few a heap's upkeep costs more than the scans it saves.
 const SCAN_MAX_CHILDREN: usize = 16;
 
-/// One pass of the gathering.
-pub(super) struct Pass<'t, 'i, V> {
-    tree: &'t mut Tree,
+/// A pass of fewer visits is walked by the search thread alone: handing out its few
+/// subtrees would cost more than walking them.
+const PARALLEL_MIN_VISITS: u32 = 48;
+
+/// The fewest visits the search thread hands out as one [`Segment`] of a parallel pass.
+const MIN_SEGMENT_VISITS: u32 = 8;
+
+/// The leaves a pass starts (in the order the one-thread walk starts them) and its
+/// collisions.
+#[derive(Default)]
+pub(super) struct PassOutput {
+    pub leaves: Vec<StartedLeaf>,
+    pub collisions: Vec<Collision>,
+    /// Whether the pass was walked in segments, on the task workers too.
+    pub shared: bool,
+}
+
+/// Deals `limit` visits from the root, on `tasks` too where the pass is large enough (see the
+/// module's docs). The tree is read (and its in-flight counts raised) through `tree`'s read
+/// lock, which nobody may hold for writing meanwhile: the caller holds the search's state
+/// lock, under which alone the tree is written. The walk touches the tree only: the leaves'
+/// positions are played out afterwards, without the tree's lock (see [`super::leaf`]).
+pub(super) fn run<'c>(
+    tree: &'c RwLock<Tree>,
+    tasks: &TaskWorkers<'c>,
+    input: PassInput<'c>,
+    limit: u32,
+) -> PassOutput {
+    let workers = tasks.count();
+    let (mut output, segments) = {
+        let tree = read(tree);
+        let mut pass = Pass::new(&tree, &input, limit);
+        pass.root_searchable = root_searchable(&tree, &input);
+        if workers == 0 || limit < PARALLEL_MIN_VISITS || !dealt_below(tree.node(ROOT)) {
+            pass.deal(ROOT, limit);
+            return pass.output;
+        }
+        // Segments small enough that every worker gets a few.
+        let segment_visits = (limit / (2 * (workers as u32 + 1))).max(MIN_SEGMENT_VISITS);
+        let mut segments = Vec::new();
+        pass.plan(ROOT, limit, segment_visits, &mut segments);
+        (pass.output, segments)
+    };
+    let walked = tasks.map_each(segments, Walker::default, move |walker, segment| {
+        let tree = read(tree);
+        walker.walk(&tree, &input, limit, segment)
+    });
+    for part in walked {
+        output.leaves.extend(part.leaves);
+        output.collisions.extend(part.collisions);
+    }
+    output.shared = true;
+    output
+}
+
+/// The tree's read lock (a panic while it was held for writing left whole values only).
+fn read(tree: &RwLock<Tree>) -> std::sync::RwLockReadGuard<'_, Tree> {
+    tree.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether a visit reaching `node` is dealt on among its children (else it starts the
+/// node's evaluation or collides there).
+fn dealt_below(node: &Node) -> bool {
+    node.visits > 0 && node.proof.is_none() && node.expanded
+}
+
+/// Part of a parallel pass: `evaluations` visits that start the evaluation of the last node
+/// of `path` (the root first), then `visits` dealt below it.
+pub(super) struct Segment {
+    path: Vec<u32>,
+    evaluations: u32,
+    visits: u32,
+    /// The pass's `max_limit` where the one-thread walk would reach this segment (it decides
+    /// whether a collision took the whole pass, which only a chain of single shares from the
+    /// root can, all of it dealt before the segments).
+    max_limit: u32,
+}
+
+/// A worker's buffers, kept from one segment to the next.
+#[derive(Default)]
+pub(super) struct Walker {
+    scores: ChildScores,
+    shares: Vec<Share>,
+}
+
+impl Walker {
+    /// Deals `segment` (of a pass of `limit` visits).
+    fn walk(&mut self, tree: &Tree, input: &PassInput, limit: u32, segment: Segment) -> PassOutput {
+        let mut pass = Pass::new(tree, input, limit);
+        std::mem::swap(&mut pass.scores, &mut self.scores);
+        std::mem::swap(&mut pass.shares, &mut self.shares);
+        pass.max_limit = segment.max_limit;
+        pass.path = segment.path;
+        let child = *pass.path.last().expect("a segment's path holds its child");
+        for _ in 0..segment.evaluations {
+            pass.start_leaf();
+        }
+        if segment.visits > 0 {
+            pass.deal(child, segment.visits);
+        }
+        std::mem::swap(&mut pass.scores, &mut self.scores);
+        std::mem::swap(&mut pass.shares, &mut self.shares);
+        pass.output
+    }
+}
+
+/// One walk of the gathering, of a whole pass or of a segment.
+struct Pass<'t, 'i> {
+    tree: &'t Tree,
     input: &'i PassInput<'i>,
-    /// Called for every visit that starts an evaluation, with the path to the leaf (root
-    /// first, its in-flight counts raised).
-    on_visit: V,
-    collisions: Vec<Collision>,
+    output: PassOutput,
     path: Vec<u32>,
     /// The pass's visits.
     limit: u32,
@@ -75,7 +190,8 @@ pub(super) struct Pass<'t, 'i, V> {
     max_limit: u32,
     /// Whether each root edge may take visits in this pass (see [`root_searchable`]): what
     /// decides it (completed visits, the best edge, the playouts left) holds still during a
-    /// pass, so it is judged once and not at every block dealt at the root.
+    /// pass, so it is judged once and not at every block dealt at the root. Empty in a
+    /// segment, which never splits the root.
     root_searchable: Vec<bool>,
     /// The scores of the node being split, reused from one split to the next (a split ends
     /// before the walk goes below it).
@@ -84,42 +200,36 @@ pub(super) struct Pass<'t, 'i, V> {
     shares: Vec<Share>,
 }
 
-impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
-    /// Deals `limit` visits from the root and returns the collisions; the visits that start
-    /// evaluations went to `on_visit`. The walk touches the tree only: the leaves' positions
-    /// are played out afterwards, without the tree's lock (see [`super::leaf`]).
-    pub fn run(
-        tree: &'t mut Tree,
-        input: &'i PassInput<'i>,
-        limit: u32,
-        on_visit: V,
-    ) -> Vec<Collision> {
-        let root_searchable = root_searchable(tree, input);
-        let mut pass = Pass {
+impl<'t, 'i> Pass<'t, 'i> {
+    fn new(tree: &'t Tree, input: &'i PassInput<'i>, limit: u32) -> Self {
+        Pass {
             tree,
             input,
-            on_visit,
-            collisions: Vec::new(),
+            output: PassOutput::default(),
             path: vec![ROOT],
             limit,
             max_limit: u32::MAX,
-            root_searchable,
+            root_searchable: Vec::new(),
             scores: ChildScores::default(),
             shares: Vec::new(),
-        };
-        pass.deal(ROOT, limit);
-        pass.collisions
+        }
+    }
+
+    /// Records the leaf at the end of the current path (a visit that starts its evaluation).
+    fn start_leaf(&mut self) {
+        self.output
+            .leaves
+            .push(StartedLeaf::at(self.tree, &self.path));
     }
 
     /// Deals `limit` visits at `index`, the last node of `self.path` (whose in-flight count
     /// already holds them, except at the root).
     fn deal(&mut self, index: u32, mut limit: u32) {
         let is_root = index == ROOT;
-        let node = self.tree.node(index);
-        if node.visits == 0 || node.proof.is_some() || !node.expanded {
-            if is_root && try_start(self.tree.node_mut(ROOT)) {
+        if !dealt_below(self.tree.node(index)) {
+            if is_root && try_start(self.tree.node(ROOT)) {
                 limit -= 1;
-                (self.on_visit)(self.tree, &self.path);
+                self.start_leaf();
             }
             if limit > 0 {
                 self.collide(limit);
@@ -127,7 +237,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
             return;
         }
         if is_root {
-            self.tree.node_mut(ROOT).in_flight += limit;
+            self.tree.node(ROOT).add_in_flight(limit);
         }
         let first = self.shares.len();
         self.split(index, limit);
@@ -136,7 +246,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
             let share = self.shares[i];
             self.path.push(share.child);
             for _ in 0..share.evaluations {
-                (self.on_visit)(self.tree, &self.path);
+                self.start_leaf();
             }
             if share.visits > 0 {
                 self.deal(share.child, share.visits);
@@ -146,10 +256,39 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
         self.shares.truncate(first);
     }
 
+    /// Deals `limit` visits at `index` (dealt below, see [`dealt_below`]) as
+    /// [`Pass::deal`] does, but stops at the children whose share is at most
+    /// `segment_visits` (or that are not dealt below): each such share becomes a
+    /// [`Segment`], in the order the one-thread walk reaches them.
+    fn plan(&mut self, index: u32, limit: u32, segment_visits: u32, segments: &mut Vec<Segment>) {
+        if index == ROOT {
+            self.tree.node(ROOT).add_in_flight(limit);
+        }
+        let first = self.shares.len();
+        self.split(index, limit);
+        let end = self.shares.len();
+        for i in first..end {
+            let share = self.shares[i];
+            self.path.push(share.child);
+            let deeper = share.visits > segment_visits && dealt_below(self.tree.node(share.child));
+            segments.push(Segment {
+                path: self.path.clone(),
+                evaluations: share.evaluations,
+                visits: if deeper { 0 } else { share.visits },
+                max_limit: self.max_limit,
+            });
+            if deeper {
+                self.plan(share.child, share.visits, segment_visits, segments);
+            }
+            self.path.pop();
+        }
+        self.shares.truncate(first);
+    }
+
     /// Records a collision of `visits` at the last node of `self.path`.
     fn collide(&mut self, visits: u32) {
         let whole_pass = visits == self.limit && self.max_limit > visits;
-        self.collisions.push(Collision {
+        self.output.collisions.push(Collision {
             ancestors: self.path[..self.path.len() - 1].to_vec(),
             visits,
             max_visits: if whole_pass { self.max_limit } else { 0 },
@@ -187,7 +326,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
             let share = share_of(&mut self.shares, first, child_index);
             share.visits += new_visits;
             limit -= new_visits;
-            let child = self.tree.node_mut(child_index);
+            let child = self.tree.node(child_index);
             if !try_start(child) {
                 // An evaluation is under way here: its score cannot change, so it stays the
                 // best choice and takes everything left.
@@ -201,7 +340,7 @@ impl<'t, 'i, V: FnMut(&Tree, &[u32])> Pass<'t, 'i, V> {
                 share.visits -= 1;
                 share.evaluations += 1;
             } else {
-                child.in_flight += new_visits;
+                child.add_in_flight(new_visits);
                 scores.terms[best].started += new_visits;
             }
             scores.rescore(best);
@@ -246,11 +385,11 @@ fn root_searchable(tree: &Tree, input: &PassInput) -> Vec<bool> {
 
 /// Starts a visit at `node` unless its first evaluation is already under way (lc0's
 /// TryStartScoreUpdate).
-fn try_start(node: &mut Node) -> bool {
-    if node.visits == 0 && node.in_flight > 0 {
+fn try_start(node: &Node) -> bool {
+    if node.visits == 0 && node.in_flight() > 0 {
         return false;
     }
-    node.in_flight += 1;
+    node.add_in_flight(1);
     true
 }
 
@@ -350,7 +489,7 @@ impl ChildScores {
             Terms::new(
                 f64::from(edge.prior) * puct.mult,
                 puct.util(stats),
-                stats.visits + stats.in_flight,
+                stats.visits + stats.in_flight(),
             )
         }));
         self.ranking.reset();
@@ -458,7 +597,7 @@ impl Puct {
     /// A child's Q (see [`Puct::util`]) and U from its `prior`, its in-flight visits counted
     /// as started.
     pub fn q_and_u(&self, child: &Node, prior: f32) -> (f64, f64) {
-        let started = f64::from(child.visits + child.in_flight);
+        let started = f64::from(child.visits + child.in_flight());
         (
             self.util(child),
             self.mult * f64::from(prior) / (1.0 + started),

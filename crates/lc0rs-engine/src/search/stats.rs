@@ -53,7 +53,7 @@ pub fn root_move_stats(
             MoveStats {
                 mv,
                 visits: node.visits,
-                in_flight: node.in_flight,
+                in_flight: node.in_flight(),
                 prior: edge.prior,
                 q: q as f32,
                 draw: (node.visits > 0).then_some(node.draw),

@@ -1,5 +1,6 @@
-//! The search's task workers (lc0's TaskWorkers): threads that help the search threads prepare
-//! a large pass's leaves and turn a batch's policies into children. As lc0's, they live for one
+//! The search's task workers (lc0's TaskWorkers): threads that help the search threads walk a
+//! large pass's subtrees, prepare its leaves and turn a batch's policies into children. As
+//! lc0's, they live for one
 //! search, spin while a search thread is gathering (so that handing them work costs no wake-up),
 //! sleep otherwise, and the search thread that posts work takes a share of it itself: it waits
 //! only for chunks a worker has already begun, never for a worker to wake, so that a loaded
@@ -95,9 +96,14 @@ impl<'c> TaskWorkers<'c> {
         Busy(self)
     }
 
-    /// Maps `items` in their order with a per-chunk state made by `init`: in chunks of at least
-    /// [`ITEMS_PER_CHUNK`] items shared with the workers, the caller taking chunks too, or all
-    /// on the caller where there are few items (or no workers).
+    /// The worker threads (none: every map runs on its caller).
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Maps `items` in their order with a per-thread state made by `init`: in chunks of at
+    /// least [`ITEMS_PER_CHUNK`] items shared with the workers, the caller taking chunks too, or
+    /// all on the caller where there are few items (or no workers).
     pub fn map<T, S, R>(
         &self,
         items: Vec<T>,
@@ -108,12 +114,44 @@ impl<'c> TaskWorkers<'c> {
         T: Send + 'c,
         R: Send + 'c,
     {
-        if self.count == 0 || items.len() < 2 * ITEMS_PER_CHUNK {
+        let chunk_count = (items.len() / ITEMS_PER_CHUNK).min(self.count + 1);
+        self.map_in_chunks(items, chunk_count, init, f)
+    }
+
+    /// [`TaskWorkers::map`] for items that are each much work, and unequal: every item a chunk
+    /// of its own, claimed in order by whichever thread is free.
+    pub fn map_each<T, S, R>(
+        &self,
+        items: Vec<T>,
+        init: impl Fn() -> S + Send + Sync + 'c,
+        f: impl Fn(&mut S, T) -> R + Send + Sync + 'c,
+    ) -> Vec<R>
+    where
+        T: Send + 'c,
+        R: Send + 'c,
+    {
+        let chunk_count = items.len();
+        self.map_in_chunks(items, chunk_count, init, f)
+    }
+
+    /// Maps `items` in `chunk_count` chunks shared with the workers (on the caller alone for
+    /// fewer than two chunks or no workers).
+    fn map_in_chunks<T, S, R>(
+        &self,
+        items: Vec<T>,
+        chunk_count: usize,
+        init: impl Fn() -> S + Send + Sync + 'c,
+        f: impl Fn(&mut S, T) -> R + Send + Sync + 'c,
+    ) -> Vec<R>
+    where
+        T: Send + 'c,
+        R: Send + 'c,
+    {
+        if self.count == 0 || chunk_count < 2 {
             let mut state = init();
             return items.into_iter().map(|item| f(&mut state, item)).collect();
         }
         let _busy = self.busy();
-        let chunk_count = (items.len() / ITEMS_PER_CHUNK).min(self.count + 1);
         let job = Arc::new(MapJob::new(items, chunk_count, init, f));
         let posted: Arc<dyn Job + 'c> = job.clone();
         lock(&self.queue).push_back(posted.clone());

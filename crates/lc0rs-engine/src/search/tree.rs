@@ -4,13 +4,21 @@
 //! node and most likely first, and a child gets its [`Node`] (its statistics, 40 bytes) only
 //! when its first visit starts. Most children are never visited: where each child was a
 //! 48-byte node, a leaf with 30 moves now adds 480 bytes instead of 1,440. Both live in
-//! chunked arenas ([`Arena`]), which never move what they hold as the tree grows.
+//! chunked arenas ([`Arena`], [`SharedArena`]), which never move what they hold as the tree
+//! grows.
+//!
+//! A pass of the gathering may walk disjoint subtrees on several threads at once, each
+//! through a shared reference (see [`super::pick`]): what a walk changes, the in-flight
+//! counts, the children's nodes and the nodes themselves, is atomic ([`Node::in_flight`],
+//! [`Tree::spawn_child`]); everything else changes only through `&mut Tree`, when no walk
+//! runs.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering::Relaxed};
 
 use shakmaty::Move;
 
-use super::arena::Arena;
+use super::arena::{Arena, SharedArena};
 
 /// A game result known for certain, for the player who made the move into the node: at a
 /// game end (`plies` 0), or proven from the children (lc0's certainty propagation, lite): a
@@ -41,37 +49,46 @@ impl Proof {
 /// A move out of a node with its policy prior: a node's edges lie together in the tree's edge
 /// arena, most likely first. The child's statistics exist only once a visit starts there
 /// (lc0 spawns its nodes the same way), since most children are never visited.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Edge {
     pub mv: Move,
     /// The policy prior of `mv`.
     pub prior: f32,
-    /// The child's [`Node`] ([`NONE`] until its first visit starts).
-    node: u32,
+    /// The child's [`Node`] ([`NONE`] until its first visit starts; set by the walk that
+    /// starts it, see [`Tree::spawn_child`]).
+    node: AtomicU32,
+}
+
+impl Edge {
+    fn node(&self) -> u32 {
+        self.node.load(Relaxed)
+    }
 }
 
 /// The statistics of a node once a visit started there, for the player who made the move
 /// into it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Node {
     /// Sum of backed-up values for the player who made the move into it (+1 win, −1 loss).
     pub value_sum: f64,
     pub visits: u32,
     /// Visits on their way through this node, not yet backed up: they lower its exploration
-    /// term while they are under way (lc0's N in flight).
-    pub in_flight: u32,
+    /// term while they are under way (lc0's N in flight). Raised by the walks (see the
+    /// module's docs).
+    in_flight: AtomicU32,
     /// Mean of the backed-up draw probabilities.
     pub draw: f32,
     /// The first of its edges, once expanded.
     first_edge: u32,
-    /// The edge into it ([`NONE`] at the root), which holds its move.
-    edge: u32,
+    /// The edge into it ([`NONE`] at the root), which holds its move; set by the walk that
+    /// makes the node.
+    edge: AtomicU32,
     /// How many edges it has (a chess position has at most 218 legal moves).
     edge_count: u8,
     /// One past the last of its edges whose child has a node: the edges from here on have
     /// never been visited, so they score in the order of their priors (see
-    /// [`Tree::spawned_edges`]).
-    spawned: u8,
+    /// [`Tree::spawned_edges`]). Raised by the walks.
+    spawned: AtomicU8,
     pub expanded: bool,
     /// Where the proof is lc0's two-fold draw (the position repeats one inside the search, so
     /// that either side could repeat it again): the plies of that cycle. Such a draw holds only
@@ -92,16 +109,35 @@ impl Node {
         Self {
             value_sum: 0.0,
             visits: 0,
-            in_flight: 0,
+            in_flight: AtomicU32::new(0),
             draw: 0.0,
             first_edge: 0,
-            edge,
+            edge: AtomicU32::new(edge),
             edge_count: 0,
-            spawned: 0,
+            spawned: AtomicU8::new(0),
             expanded: false,
             two_fold: 0,
             proof: None,
         }
+    }
+
+    /// Visits on their way through this node (lc0's N in flight).
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight.load(Relaxed)
+    }
+
+    /// Starts `visits` more visits through this node (a walk's share of it).
+    pub(super) fn add_in_flight(&self, visits: u32) {
+        self.in_flight.fetch_add(visits, Relaxed);
+    }
+
+    /// Ends `visits` of its visits in flight (backed up or taken back).
+    fn end_in_flight(&mut self, visits: u32) {
+        *self.in_flight.get_mut() -= visits;
+    }
+
+    fn edge(&self) -> u32 {
+        self.edge.load(Relaxed)
     }
 
     /// The mean value for the player who made the move into it.
@@ -114,17 +150,34 @@ impl Node {
     }
 }
 
-/// Edges and nodes in chunked arenas ([`Arena`]); node 0 is the root.
-#[derive(Debug, Clone)]
+impl Default for Node {
+    fn default() -> Self {
+        Self::new(NONE)
+    }
+}
+
+impl Clone for Node {
+    fn clone(&self) -> Self {
+        Self {
+            in_flight: AtomicU32::new(self.in_flight()),
+            edge: AtomicU32::new(self.edge()),
+            spawned: AtomicU8::new(self.spawned.load(Relaxed)),
+            ..*self
+        }
+    }
+}
+
+/// Edges and nodes in chunked arenas ([`Arena`], [`SharedArena`]); node 0 is the root.
+#[derive(Debug)]
 pub struct Tree {
-    nodes: Arena<Node>,
+    nodes: SharedArena<Node>,
     edges: Arena<Edge>,
 }
 
 impl Default for Tree {
     fn default() -> Self {
-        let mut nodes = Arena::default();
-        nodes.push(Node::new(NONE));
+        let nodes = SharedArena::default();
+        nodes.take();
         Self {
             nodes,
             edges: Arena::default(),
@@ -160,7 +213,8 @@ impl Tree {
     /// among them, and the edges after them are unvisited, most likely first.
     pub fn spawned_edges(&self, index: u32) -> &[Edge] {
         let node = self.node(index);
-        self.edges.run(node.first_edge, usize::from(node.spawned))
+        let spawned = node.spawned.load(Relaxed);
+        self.edges.run(node.first_edge, usize::from(spawned))
     }
 
     pub fn edge(&self, edge: u32) -> &Edge {
@@ -169,7 +223,7 @@ impl Tree {
 
     /// The child node behind `edge`, once a visit has started there.
     pub fn child_node(&self, edge: u32) -> Option<u32> {
-        let node = self.edge(edge).node;
+        let node = self.edge(edge).node();
         (node != NONE).then_some(node)
     }
 
@@ -180,24 +234,27 @@ impl Tree {
 
     /// The statistics of the child behind an edge of [`Tree::edges_of`].
     pub fn stats(&self, edge: &Edge) -> &Node {
-        match edge.node {
+        match edge.node() {
             NONE => &UNVISITED,
             node => self.node(node),
         }
     }
 
     /// The child node behind `edge`, an edge of `parent`, made where it has none yet (a visit
-    /// starts there).
-    pub fn spawn_child(&mut self, parent: u32, edge: u32) -> u32 {
-        match self.edge(edge).node {
+    /// starts there). Walks on several threads may call it at once for edges of different
+    /// nodes (each walks a subtree of its own, see the module's docs).
+    pub fn spawn_child(&self, parent: u32, edge: u32) -> u32 {
+        let link = &self.edge(edge).node;
+        match link.load(Relaxed) {
             NONE => {
-                let node = self.nodes.push(Node::new(edge));
-                self.edges.get_mut(edge).node = node;
-                let parent = self.node_mut(parent);
+                let (node, stats) = self.nodes.take();
+                stats.edge.store(edge, Relaxed);
+                link.store(node, Relaxed);
+                let parent = self.node(parent);
                 debug_assert!(parent.first_edge <= edge);
                 let offset = u8::try_from(edge - parent.first_edge + 1).expect("at most 218 edges");
                 debug_assert!(offset <= parent.edge_count);
-                parent.spawned = parent.spawned.max(offset);
+                parent.spawned.fetch_max(offset, Relaxed);
                 node
             }
             node => node,
@@ -206,7 +263,7 @@ impl Tree {
 
     /// The move into node `index` (`None` at the root).
     pub fn mv(&self, index: u32) -> Option<Move> {
-        match self.node(index).edge {
+        match self.node(index).edge() {
             NONE => None,
             edge => Some(self.edge(edge).mv),
         }
@@ -225,7 +282,7 @@ impl Tree {
         let edges = children.iter().map(|&(mv, prior)| Edge {
             mv,
             prior,
-            node: NONE,
+            node: AtomicU32::new(NONE),
         });
         let first_edge = self.edges.extend(edges);
         let node = self.node_mut(index);
@@ -243,7 +300,7 @@ impl Tree {
             node.visits += 1;
             node.value_sum += f64::from(value);
             node.draw += (draw - node.draw) / node.visits as f32;
-            node.in_flight -= 1;
+            node.end_in_flight(1);
             value = -value;
         }
     }
@@ -304,7 +361,7 @@ impl Tree {
     pub fn prove(&mut self, index: u32, proof: Proof) {
         let node = self.node_mut(index);
         node.proof = Some(proof);
-        let edge = node.edge;
+        let edge = node.edge();
         if proof.value == -1 && edge != NONE {
             self.edges.get_mut(edge).prior = 0.0;
         }
@@ -334,7 +391,7 @@ impl Tree {
     /// be backed up).
     pub fn cancel(&mut self, path: &[u32], visits: u32) {
         for &index in path {
-            self.node_mut(index).in_flight -= visits;
+            self.node_mut(index).end_in_flight(visits);
         }
     }
 
@@ -388,20 +445,18 @@ impl Tree {
     /// searched on whatever was proven about it (it needs a move). Two-fold draws whose cycle
     /// no longer lies below the new root are taken back, visits and all (as lc0 does).
     pub fn subtree(&self, index: u32) -> Tree {
-        let mut tree = Tree {
-            nodes: Arena::default(),
-            edges: Arena::default(),
-        };
-        tree.nodes.push(Node {
-            edge: NONE,
+        let mut tree = Tree::default();
+        *tree.node_mut(ROOT) = Node {
+            edge: AtomicU32::new(NONE),
             proof: None,
             ..self.node(index).clone()
-        });
+        };
         let mut copied = vec![(index, ROOT)];
         while let Some((old, new)) = copied.pop() {
             let first_edge = tree.edges.extend(self.edges_of(old).iter().map(|e| Edge {
-                node: NONE,
-                ..e.clone()
+                mv: e.mv,
+                prior: e.prior,
+                node: AtomicU32::new(NONE),
             }));
             tree.node_mut(new).first_edge = first_edge;
             for (edge, old_edge) in (first_edge..).zip(self.children(old)) {
@@ -410,7 +465,7 @@ impl Tree {
                     // same offsets as they are copied.
                     let child = tree.spawn_child(new, edge);
                     *tree.node_mut(child) = Node {
-                        edge,
+                        edge: AtomicU32::new(edge),
                         ..self.node(old_child).clone()
                     };
                     copied.push((old_child, child));

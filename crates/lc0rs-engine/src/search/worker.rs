@@ -1,14 +1,18 @@
 //! One search thread's work: gather a minibatch of leaves as lc0 does (passes of the picker in
 //! [`super::pick`], positions already known answered at once, within a collision budget), evaluate
 //! the new ones on the backend, back everything up. Several threads share one tree behind a
-//! mutex: tree work (µs per leaf) is done holding it, the backend call (ms per batch) without
-//! it, so one thread's backend call overlaps another's gathering and back-up, and a backend
-//! with several lanes runs their calls side by side. The NN cache has a mutex of its own, so
-//! that its lookups (while leaves are prepared) and its inserts (after a back-up) are never
-//! made holding the tree's.
+//! mutex (the state's): tree work (µs per leaf) is done holding it, the backend call (ms per
+//! batch) without it, so one thread's backend call overlaps another's gathering and back-up,
+//! and a backend with several lanes runs their calls side by side. The tree itself sits in a
+//! read-write lock inside: written only by the holder of the state's mutex, and read, during a
+//! pass, by that holder and the task workers it hands the pass's subtrees to. The NN cache has
+//! a mutex of its own, so that its lookups (while leaves are prepared) and its inserts (after
+//! a back-up) are never made holding the tree's.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{
+    Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
 use std::time::{Duration, Instant};
 
 use shakmaty::Move;
@@ -18,10 +22,9 @@ use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory};
 
 use super::cache::{CachedEval, NnCache};
 use super::leaf::{
-    self, LeafOutcome, NetInput, PreparedLeaf, StartedLeaf, answer_by_rules, children,
-    expand_and_back_up,
+    self, LeafOutcome, NetInput, PreparedLeaf, answer_by_rules, children, expand_and_back_up,
 };
-use super::pick::{Collision, Pass, PassInput, collision_budget};
+use super::pick::{self, Collision, PassInput, collision_budget};
 use super::profile::{Phase, SearchProfile};
 use super::tasks::TaskWorkers;
 use super::tree::{ROOT, Tree};
@@ -31,9 +34,10 @@ use super::{SearchError, SearchParams};
 /// batch sleeps before trying again (it is woken earlier when a batch is backed up).
 const COLLISION_WAIT: Duration = Duration::from_millis(2);
 
-/// What the threads share behind the tree's mutex: the tree and the counters.
+/// What the threads share behind the state's mutex: the tree and the counters.
 pub(super) struct TreeState<'a> {
-    pub tree: &'a mut Tree,
+    /// Written only while the state's mutex is held (see the module's docs).
+    pub tree: &'a RwLock<Tree>,
     pub stats: SearchStats,
     /// The root's visits when the search began (kept from the previous search).
     pub kept_visits: u64,
@@ -46,7 +50,7 @@ pub(super) struct TreeState<'a> {
     pub collisions: Vec<Collision>,
 }
 
-impl TreeState<'_> {
+impl<'a> TreeState<'a> {
     /// The root's visits so far: those kept and this search's playouts (what `go nodes`
     /// limits, as in lc0).
     pub fn visits(&self) -> u64 {
@@ -55,9 +59,21 @@ impl TreeState<'_> {
 
     /// Takes back the in-flight visits of every collision held.
     pub fn cancel_collisions(&mut self) {
+        let mut tree = self.tree_mut();
         for collision in self.collisions.drain(..) {
-            self.tree.cancel(&collision.ancestors, collision.visits);
+            tree.cancel(&collision.ancestors, collision.visits);
         }
+    }
+
+    /// The tree, to read.
+    pub fn tree(&self) -> RwLockReadGuard<'a, Tree> {
+        self.tree.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The tree, to change (a panic while it was held left whole values only: the tree is
+    /// changed by whole operations, none of which can panic midway).
+    pub fn tree_mut(&self) -> RwLockWriteGuard<'a, Tree> {
+        self.tree.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -73,6 +89,8 @@ pub(super) struct SearchStats {
     /// Walks of the tree from the root (passes of the picker), each followed by its leaves'
     /// preparation: many short walks a batch mean many lock hand-overs.
     pub walks: u64,
+    /// Those of the walks whose subtrees were walked on the task workers too.
+    pub shared_walks: u64,
     /// Backend calls and the positions sent in them.
     pub batches: u64,
     pub evaluated: u64,
@@ -227,7 +245,7 @@ impl<'a> Context<'a> {
     /// The size of this thread's next batch, or `None` when the search ends: another thread
     /// ended it, `stop` was set (once the root has a move to name), or `plan` says so.
     fn next_batch(&self, state: &mut TreeState, plan: &BatchPlan) -> Option<BatchTarget> {
-        let stopped = self.stop.load(Ordering::Relaxed) && state.tree.node(ROOT).expanded;
+        let stopped = self.stop.load(Ordering::Relaxed) && state.tree().node(ROOT).expanded;
         let target = if state.finished || stopped {
             None
         } else {
@@ -265,21 +283,24 @@ impl<'a> Context<'a> {
         let mut to_cache = Vec::new();
         let result = match evals {
             Ok(evals) => {
-                let TreeState { tree, stats, .. } = &mut *state;
+                let mut tree = state.tree_mut();
+                let stats = &mut state.stats;
                 stats.batches += 1;
                 stats.evaluated += pending.len() as u64;
                 to_cache.reserve(pending.len());
                 for (leaf, eval) in pending.iter().zip(evals) {
-                    expand_and_back_up(tree, &leaf.path, &eval);
+                    expand_and_back_up(&mut tree, &leaf.path, &eval);
                     stats.record_depth(leaf.path.len());
                     to_cache.push((leaf.input.key, eval));
                 }
                 Ok(())
             }
             Err(e) => {
+                let mut tree = state.tree_mut();
                 for leaf in &pending {
-                    state.tree.cancel(&leaf.path, 1);
+                    tree.cancel(&leaf.path, 1);
                 }
+                drop(tree);
                 state.finished = true;
                 Err(SearchError::from(e))
             }
@@ -343,7 +364,7 @@ impl<'a> Context<'a> {
         target: BatchTarget,
     ) -> (MutexGuard<'s, TreeState<'a>>, Gathered) {
         let mut gathered = Gathered::default();
-        let root_visits = f64::from(state.tree.node(ROOT).visits);
+        let root_visits = f64::from(state.tree().node(ROOT).visits);
         let mut collisions_left = i64::from(collision_budget(
             root_visits.min(target.remaining_playouts),
             self.params,
@@ -376,8 +397,13 @@ impl<'a> Context<'a> {
                 .min(target.playouts - gathered.playouts())
                 .min(nodes_left);
             let start = Instant::now();
-            let (started, mut collisions) = self.pass(&mut state, &input, limit as u32);
+            let pick::PassOutput {
+                leaves: started,
+                mut collisions,
+                shared,
+            } = pick::run(state.tree, tasks, input, limit as u32);
             state.stats.walks += 1;
+            state.stats.shared_walks += u64::from(shared);
             // Counted now, while the lock is held: each started leaf becomes one playout, and
             // another thread sizing its batch while these are prepared must see them.
             state.stats.playouts += started.len() as u64;
@@ -403,9 +429,10 @@ impl<'a> Context<'a> {
                 prepared
             };
             let start = Instant::now();
-            if take_in(&mut state, prepared, &mut gathered) > 0 {
+            let mut tree = state.tree_mut();
+            if take_in(&mut tree, &mut state.stats, prepared, &mut gathered) > 0 {
                 for c in collisions.drain(..) {
-                    state.tree.cancel(&c.ancestors, c.visits);
+                    tree.cancel(&c.ancestors, c.visits);
                 }
             }
             let mut exhausted = false;
@@ -417,13 +444,14 @@ impl<'a> Context<'a> {
                     .max_visits
                     .min(collisions_left.try_into().unwrap_or(u32::MAX));
                 if extra > collision.visits && !gathered.pending.is_empty() {
-                    collision.grow(state.tree, extra - collision.visits);
+                    collision.grow(&mut tree, extra - collision.visits);
                 }
                 collisions_left -= i64::from(collision.visits);
                 collided += u64::from(collision.visits);
                 state.collisions.push(collision);
                 exhausted |= collisions_left <= 0;
             }
+            drop(tree);
             walk_time += start.elapsed();
             state.stats.profile.add(Phase::Gather, walk_time);
             if exhausted || self.stop.load(Ordering::Relaxed) {
@@ -449,26 +477,16 @@ impl<'a> Context<'a> {
             && !gathered.pending.is_empty()
             && self.threads - self.in_backend.load(Ordering::Acquire) > 1
     }
-
-    /// One pass of the picker over `limit` visits: the leaves it starts and its collisions.
-    fn pass(
-        &self,
-        state: &mut TreeState,
-        input: &PassInput,
-        limit: u32,
-    ) -> (Vec<StartedLeaf>, Vec<Collision>) {
-        let mut leaves = Vec::new();
-        let collisions = Pass::run(state.tree, input, limit, |tree, path| {
-            leaves.push(StartedLeaf::at(tree, path));
-        });
-        (leaves, collisions)
-    }
 }
 
 /// Backs up the prepared leaves known at once (proofs, the rules, the NN cache) and keeps the
 /// others for the backend; returns how many were answered.
-fn take_in(state: &mut TreeState, prepared: Vec<PreparedLeaf>, gathered: &mut Gathered) -> usize {
-    let TreeState { tree, stats, .. } = state;
+fn take_in(
+    tree: &mut Tree,
+    stats: &mut SearchStats,
+    prepared: Vec<PreparedLeaf>,
+    gathered: &mut Gathered,
+) -> usize {
     let mut answered = 0;
     for leaf in prepared {
         match leaf.outcome {

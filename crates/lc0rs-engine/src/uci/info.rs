@@ -150,6 +150,7 @@ mod tests {
             numbered_lines: true,
             collisions: 0,
             walks: 0,
+            shared_walks: 0,
             batches: 0,
             evaluated: 0,
             times: Default::default(),

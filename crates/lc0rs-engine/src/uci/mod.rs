@@ -552,10 +552,11 @@ fn root_moves(history: &PositionHistory, texts: &[String]) -> Result<Vec<Move>, 
 fn statistics_line(info: &SearchInfo) -> String {
     let mean = info.evaluated as f64 / info.batches.max(1) as f64;
     format!(
-        "info string {} playouts in {} walks from the root, {} collisions, {} backend batches of \
-         {mean:.1} positions on average; {}",
+        "info string {} playouts in {} walks from the root ({} shared among the task workers), \
+         {} collisions, {} backend batches of {mean:.1} positions on average; {}",
         info.playouts,
         info.walks,
+        info.shared_walks,
         info.collisions,
         info.batches,
         info.times.summary(info.elapsed)
