@@ -244,7 +244,8 @@ if [ "$arch" != none ]; then
     *) die "$bin --help lists no cuda-fp16 backend" ;;
   esac
 fi
-for want in ${LC0_EXPECT_BACKENDS//,/ }; do
+expected=${LC0_EXPECT_BACKENDS:-}
+for want in ${expected//,/ }; do
   case ",$backends," in
     *,"$want",*) ;;
     *) die "$bin --help lists no $want backend" ;;
