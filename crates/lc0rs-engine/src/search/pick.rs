@@ -19,8 +19,8 @@
 //!
 //! A large pass is walked on the task workers too, as lc0's picking tasks walk it: the
 //! search thread deals the visits of the nodes near the root, down to shares of a few visits
-//! each ([`Segment`]s), and the workers (the search thread among them) deal each segment's
-//! visits in its subtree. Subtrees of different segments share no node, so the walks touch
+//! each (grouped into [`Segment`]s of a parent's consecutive shares), and the workers (the
+//! search thread among them) deal each segment's visits in its subtrees. Subtrees of different segments share no node, so the walks touch
 //! disjoint parts of the tree, and each deals exactly what the one-thread walk deals there:
 //! the pass starts the same leaves, in the same order.
 
@@ -79,6 +79,31 @@ const PARALLEL_MIN_VISITS: u32 = 48;
 /// The fewest visits the search thread hands out as one [`Segment`] of a parallel pass.
 const MIN_SEGMENT_VISITS: u32 = 8;
 
+/// A large pass is shared only while the last large pass started at least this many leaves.
+const PARALLEL_MIN_LEAVES: usize = 16;
+
+/// Whether a search thread's next large pass is shared among the task workers. Sharing pays
+/// only where a pass starts many leaves; where the tree is full of leaves in flight (a slow
+/// backend's batches), a large pass mostly collides near the root and is over sooner than its
+/// segments are handed out. Each large pass tells whether the next one is worth sharing.
+pub(super) struct Sharing {
+    worth_it: bool,
+}
+
+impl Default for Sharing {
+    fn default() -> Self {
+        Self { worth_it: true }
+    }
+}
+
+impl Sharing {
+    fn learn(&mut self, limit: u32, leaves: usize) {
+        if limit >= PARALLEL_MIN_VISITS {
+            self.worth_it = leaves >= PARALLEL_MIN_LEAVES;
+        }
+    }
+}
+
 /// The leaves a pass starts (in the order the one-thread walk starts them) and its
 /// collisions.
 #[derive(Default)]
@@ -89,8 +114,8 @@ pub(super) struct PassOutput {
     pub shared: bool,
 }
 
-/// Deals `limit` visits from the root, on `tasks` too where the pass is large enough (see the
-/// module's docs). The tree is read (and its in-flight counts raised) through `tree`'s read
+/// Deals `limit` visits from the root, on `tasks` too where the pass is large enough and
+/// `sharing` finds it worth it (see the module's docs). The tree is read (and its in-flight counts raised) through `tree`'s read
 /// lock, which nobody may hold for writing meanwhile: the caller holds the search's state
 /// lock, under which alone the tree is written. The walk touches the tree only: the leaves'
 /// positions are played out afterwards, without the tree's lock (see [`super::leaf`]).
@@ -99,13 +124,26 @@ pub(super) fn run<'c>(
     tasks: &TaskWorkers<'c>,
     input: PassInput<'c>,
     limit: u32,
+    sharing: &mut Sharing,
+) -> PassOutput {
+    let output = walk_pass(tree, tasks, input, limit, sharing.worth_it);
+    sharing.learn(limit, output.leaves.len());
+    output
+}
+
+fn walk_pass<'c>(
+    tree: &'c RwLock<Tree>,
+    tasks: &TaskWorkers<'c>,
+    input: PassInput<'c>,
+    limit: u32,
+    share: bool,
 ) -> PassOutput {
     let workers = tasks.count();
     let (mut output, segments) = {
         let tree = read(tree);
         let mut pass = Pass::new(&tree, &input, limit);
         pass.root_searchable = root_searchable(&tree, &input);
-        if workers == 0 || limit < PARALLEL_MIN_VISITS || !dealt_below(tree.node(ROOT)) {
+        if !share || workers == 0 || limit < PARALLEL_MIN_VISITS || !dealt_below(tree.node(ROOT)) {
             pass.deal(ROOT, limit);
             return pass.output;
         }
@@ -138,12 +176,14 @@ fn dealt_below(node: &Node) -> bool {
     node.visits > 0 && node.proof.is_none() && node.expanded
 }
 
-/// Part of a parallel pass: `evaluations` visits that start the evaluation of the last node
-/// of `path` (the root first), then `visits` dealt below it.
+/// Part of a parallel pass: consecutive shares of the children of the last node of `path`
+/// (the root first), each dealt as the one-thread walk deals it (its evaluations started,
+/// then its visits dealt below the child).
 pub(super) struct Segment {
     path: Vec<u32>,
-    evaluations: u32,
-    visits: u32,
+    shares: Vec<Share>,
+    /// The shares' visits and evaluations.
+    weight: u32,
     /// The pass's `max_limit` where the one-thread walk would reach this segment (it decides
     /// whether a collision took the whole pass, which only a chain of single shares from the
     /// root can, all of it dealt before the segments).
@@ -165,12 +205,8 @@ impl Walker {
         std::mem::swap(&mut pass.shares, &mut self.shares);
         pass.max_limit = segment.max_limit;
         pass.path = segment.path;
-        let child = *pass.path.last().expect("a segment's path holds its child");
-        for _ in 0..segment.evaluations {
-            pass.start_leaf();
-        }
-        if segment.visits > 0 {
-            pass.deal(child, segment.visits);
+        for share in segment.shares {
+            pass.deal_share(share);
         }
         std::mem::swap(&mut pass.scores, &mut self.scores);
         std::mem::swap(&mut pass.shares, &mut self.shares);
@@ -243,23 +279,29 @@ impl<'t, 'i> Pass<'t, 'i> {
         self.split(index, limit);
         let end = self.shares.len();
         for i in first..end {
-            let share = self.shares[i];
-            self.path.push(share.child);
-            for _ in 0..share.evaluations {
-                self.start_leaf();
-            }
-            if share.visits > 0 {
-                self.deal(share.child, share.visits);
-            }
-            self.path.pop();
+            self.deal_share(self.shares[i]);
         }
         self.shares.truncate(first);
     }
 
+    /// Deals one share of a child of the last node of `self.path`: starts its evaluations,
+    /// then deals its visits below the child.
+    fn deal_share(&mut self, share: Share) {
+        self.path.push(share.child);
+        for _ in 0..share.evaluations {
+            self.start_leaf();
+        }
+        if share.visits > 0 {
+            self.deal(share.child, share.visits);
+        }
+        self.path.pop();
+    }
+
     /// Deals `limit` visits at `index` (dealt below, see [`dealt_below`]) as
-    /// [`Pass::deal`] does, but stops at the children whose share is at most
-    /// `segment_visits` (or that are not dealt below): each such share becomes a
-    /// [`Segment`], in the order the one-thread walk reaches them.
+    /// [`Pass::deal`] does, but goes on itself only into the children whose share is more than
+    /// `segment_visits` (and that are dealt below): the other shares become [`Segment`]s, runs
+    /// of consecutive shares of at most `segment_visits` in all (or of one larger share), in
+    /// the order the one-thread walk reaches them.
     fn plan(&mut self, index: u32, limit: u32, segment_visits: u32, segments: &mut Vec<Segment>) {
         if index == ROOT {
             self.tree.node(ROOT).add_in_flight(limit);
@@ -267,21 +309,33 @@ impl<'t, 'i> Pass<'t, 'i> {
         let first = self.shares.len();
         self.split(index, limit);
         let end = self.shares.len();
+        let mut group: Option<Segment> = None;
         for i in first..end {
             let share = self.shares[i];
-            self.path.push(share.child);
-            let deeper = share.visits > segment_visits && dealt_below(self.tree.node(share.child));
-            segments.push(Segment {
+            if share.visits > segment_visits && dealt_below(self.tree.node(share.child)) {
+                segments.extend(group.take());
+                self.path.push(share.child);
+                self.plan(share.child, share.visits, segment_visits, segments);
+                self.path.pop();
+                continue;
+            }
+            let weight = share.visits + share.evaluations;
+            if group
+                .as_ref()
+                .is_some_and(|g| g.weight + weight > segment_visits)
+            {
+                segments.extend(group.take());
+            }
+            let group = group.get_or_insert_with(|| Segment {
                 path: self.path.clone(),
-                evaluations: share.evaluations,
-                visits: if deeper { 0 } else { share.visits },
+                shares: Vec::new(),
+                weight: 0,
                 max_limit: self.max_limit,
             });
-            if deeper {
-                self.plan(share.child, share.visits, segment_visits, segments);
-            }
-            self.path.pop();
+            group.shares.push(share);
+            group.weight += weight;
         }
+        segments.extend(group);
         self.shares.truncate(first);
     }
 

@@ -198,13 +198,14 @@ impl<'a> Context<'a> {
         plan: &BatchPlan,
         after_batch: &mut dyn FnMut(),
     ) -> Result<(), SearchError> {
+        let mut sharing = pick::Sharing::default();
         loop {
             let busy = tasks.busy();
             let mut state = self.lock_counted();
             let Some(target) = self.next_batch(&mut state, plan) else {
                 return Ok(());
             };
-            let (state, gathered) = self.gather(tasks, state, target);
+            let (state, gathered) = self.gather(tasks, &mut sharing, state, target);
             drop(busy);
             if gathered.pending.is_empty() {
                 if gathered.in_flight {
@@ -360,6 +361,7 @@ impl<'a> Context<'a> {
     fn gather<'s>(
         &'s self,
         tasks: &TaskWorkers<'s>,
+        sharing: &mut pick::Sharing,
         mut state: MutexGuard<'s, TreeState<'a>>,
         target: BatchTarget,
     ) -> (MutexGuard<'s, TreeState<'a>>, Gathered) {
@@ -401,7 +403,7 @@ impl<'a> Context<'a> {
                 leaves: started,
                 mut collisions,
                 shared,
-            } = pick::run(state.tree, tasks, input, limit as u32);
+            } = pick::run(state.tree, tasks, input, limit as u32, sharing);
             state.stats.walks += 1;
             state.stats.shared_walks += u64::from(shared);
             // Counted now, while the lock is held: each started leaf becomes one playout, and
