@@ -17,7 +17,7 @@ use lc0rs::weights::format::InputFormat;
 
 use super::cache::{CachedEval, NnCache};
 use super::game_result;
-use super::tasks::TaskWorkers;
+use super::tasks::{Chunks, TaskWorkers};
 use super::tree::{Proof, Tree};
 
 /// A leaf as the walk started it.
@@ -101,6 +101,7 @@ pub(super) fn prepare<'c>(
     };
     tasks.map(
         leaves,
+        Chunks::Even,
         move || Replay::new(root),
         move |replay, leaf| {
             let outcome = match leaf.proof {

@@ -31,7 +31,7 @@ use shakmaty::Move;
 use super::SearchParams;
 use super::leaf::StartedLeaf;
 use super::ranking::{self, Choice, Ranking};
-use super::tasks::TaskWorkers;
+use super::tasks::{Chunks, TaskWorkers};
 use super::tree::{Node, ROOT, Tree};
 
 /// Visits that reached a node whose evaluation is under way or whose result is proven: they
@@ -153,10 +153,15 @@ fn walk_pass<'c>(
         pass.plan(ROOT, limit, segment_visits, &mut segments);
         (pass.output, segments)
     };
-    let walked = tasks.map_each(segments, Walker::default, move |walker, segment| {
-        let tree = read(tree);
-        walker.walk(&tree, &input, limit, segment)
-    });
+    let walked = tasks.map(
+        segments,
+        Chunks::EachItem,
+        Walker::default,
+        move |walker, segment| {
+            let tree = read(tree);
+            walker.walk(&tree, &input, limit, segment)
+        },
+    );
     for part in walked {
         output.leaves.extend(part.leaves);
         output.collisions.extend(part.collisions);

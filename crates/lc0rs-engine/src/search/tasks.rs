@@ -101,12 +101,13 @@ impl<'c> TaskWorkers<'c> {
         self.count
     }
 
-    /// Maps `items` in their order with a per-thread state made by `init`: in chunks of at
-    /// least [`ITEMS_PER_CHUNK`] items shared with the workers, the caller taking chunks too, or
-    /// all on the caller where there are few items (or no workers).
+    /// Maps `items` in their order with a per-thread state made by `init`, in chunks shared
+    /// with the workers (see [`Chunks`]), the caller taking chunks too; all on the caller where
+    /// that makes fewer than two chunks (or there are no workers).
     pub fn map<T, S, R>(
         &self,
         items: Vec<T>,
+        chunks: Chunks,
         init: impl Fn() -> S + Send + Sync + 'c,
         f: impl Fn(&mut S, T) -> R + Send + Sync + 'c,
     ) -> Vec<R>
@@ -114,39 +115,10 @@ impl<'c> TaskWorkers<'c> {
         T: Send + 'c,
         R: Send + 'c,
     {
-        let chunk_count = (items.len() / ITEMS_PER_CHUNK).min(self.count + 1);
-        self.map_in_chunks(items, chunk_count, init, f)
-    }
-
-    /// [`TaskWorkers::map`] for items that are each much work, and unequal: every item a chunk
-    /// of its own, claimed in order by whichever thread is free.
-    pub fn map_each<T, S, R>(
-        &self,
-        items: Vec<T>,
-        init: impl Fn() -> S + Send + Sync + 'c,
-        f: impl Fn(&mut S, T) -> R + Send + Sync + 'c,
-    ) -> Vec<R>
-    where
-        T: Send + 'c,
-        R: Send + 'c,
-    {
-        let chunk_count = items.len();
-        self.map_in_chunks(items, chunk_count, init, f)
-    }
-
-    /// Maps `items` in `chunk_count` chunks shared with the workers (on the caller alone for
-    /// fewer than two chunks or no workers).
-    fn map_in_chunks<T, S, R>(
-        &self,
-        items: Vec<T>,
-        chunk_count: usize,
-        init: impl Fn() -> S + Send + Sync + 'c,
-        f: impl Fn(&mut S, T) -> R + Send + Sync + 'c,
-    ) -> Vec<R>
-    where
-        T: Send + 'c,
-        R: Send + 'c,
-    {
+        let chunk_count = match chunks {
+            Chunks::Even => (items.len() / ITEMS_PER_CHUNK).min(self.count + 1),
+            Chunks::EachItem => items.len(),
+        };
         if self.count == 0 || chunk_count < 2 {
             let mut state = init();
             return items.into_iter().map(|item| f(&mut state, item)).collect();
@@ -195,6 +167,16 @@ impl<'c> TaskWorkers<'c> {
         let _idle = lock(&self.idle);
         self.wake.notify_all();
     }
+}
+
+/// How a map's items are cut into the chunks that threads claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Chunks {
+    /// Runs of at least [`ITEMS_PER_CHUNK`] items, at most one a thread: many cheap items.
+    Even,
+    /// Every item a chunk of its own, claimed in order by whichever thread is free: few items,
+    /// each much work and unequal.
+    EachItem,
 }
 
 /// A search thread busy (see [`TaskWorkers::busy`]).
@@ -356,13 +338,16 @@ mod tests {
             std::thread::scope(|scope| {
                 workers
                     .run(scope, || {
-                        for len in [0, 5, 31, 32, 33, 100, 1000] {
-                            let got = workers.map(
-                                items[..len].to_vec(),
-                                || 3u64,
-                                |k, i| u64::from(i) * *k,
-                            );
-                            assert_eq!(got, expected[..len], "{count} workers, {len} items");
+                        for chunks in [Chunks::Even, Chunks::EachItem] {
+                            for len in [0, 1, 2, 5, 31, 32, 33, 100, 1000] {
+                                let got = workers.map(
+                                    items[..len].to_vec(),
+                                    chunks,
+                                    || 3u64,
+                                    |k, i| u64::from(i) * *k,
+                                );
+                                assert_eq!(got, expected[..len], "{count}, {len}, {chunks:?}");
+                            }
                         }
                     })
                     .unwrap();
@@ -384,6 +369,7 @@ mod tests {
                                     let items: Vec<u64> = (0..64).collect();
                                     let got = workers.map(
                                         items,
+                                        Chunks::Even,
                                         || (),
                                         move |(), i| i + caller * 1000 + round,
                                     );
@@ -412,6 +398,7 @@ mod tests {
                     let ran_elsewhere = &ran_elsewhere;
                     let got = workers.map(
                         (0..64u32).collect(),
+                        Chunks::Even,
                         || (),
                         move |(), i| {
                             if std::thread::current().id() != me {

@@ -26,7 +26,7 @@ use super::leaf::{
 };
 use super::pick::{self, Collision, PassInput, collision_budget};
 use super::profile::{Phase, SearchProfile};
-use super::tasks::TaskWorkers;
+use super::tasks::{Chunks, TaskWorkers};
 use super::tree::{ROOT, Tree};
 use super::{SearchError, SearchParams};
 
@@ -342,6 +342,7 @@ impl<'a> Context<'a> {
         let output = Arc::new(output);
         tasks.map(
             legal,
+            Chunks::Even,
             || (),
             move |(), (i, legal)| CachedEval {
                 q: output.q[i],
