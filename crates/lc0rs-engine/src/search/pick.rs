@@ -20,9 +20,10 @@
 //! A large pass is walked on the task workers too, as lc0's picking tasks walk it: the
 //! search thread deals the visits of the nodes near the root, down to shares of a few visits
 //! each (grouped into [`Segment`]s of a parent's consecutive shares), and the workers (the
-//! search thread among them) deal each segment's visits in its subtrees. Subtrees of different segments share no node, so the walks touch
-//! disjoint parts of the tree, and each deals exactly what the one-thread walk deals there:
-//! the pass starts the same leaves, in the same order.
+//! search thread among them) deal each segment's visits in its subtrees. Subtrees of
+//! different segments share no node, so the walks touch disjoint parts of the tree, and each
+//! deals exactly what the one-thread walk deals there: the pass starts the same leaves, in the
+//! same order.
 
 use std::sync::{PoisonError, RwLock};
 
@@ -48,7 +49,7 @@ pub(super) struct Collision {
 
 impl Collision {
     /// Adds `extra` visits to the collision and to its ancestors' in-flight counts.
-    pub fn grow(&mut self, tree: &mut Tree, extra: u32) {
+    pub fn grow(&mut self, tree: &Tree, extra: u32) {
         self.visits += extra;
         for &index in &self.ancestors {
             tree.node(index).add_in_flight(extra);
@@ -97,10 +98,9 @@ impl Default for Sharing {
 }
 
 impl Sharing {
-    fn learn(&mut self, limit: u32, leaves: usize) {
-        if limit >= PARALLEL_MIN_VISITS {
-            self.worth_it = leaves >= PARALLEL_MIN_LEAVES;
-        }
+    /// Learns from a pass that could have been shared, which started `leaves` leaves.
+    fn learn(&mut self, leaves: usize) {
+        self.worth_it = leaves >= PARALLEL_MIN_LEAVES;
     }
 }
 
@@ -115,10 +115,11 @@ pub(super) struct PassOutput {
 }
 
 /// Deals `limit` visits from the root, on `tasks` too where the pass is large enough and
-/// `sharing` finds it worth it (see the module's docs). The tree is read (and its in-flight counts raised) through `tree`'s read
-/// lock, which nobody may hold for writing meanwhile: the caller holds the search's state
-/// lock, under which alone the tree is written. The walk touches the tree only: the leaves'
-/// positions are played out afterwards, without the tree's lock (see [`super::leaf`]).
+/// `sharing` finds it worth it (see the module's docs). The tree is read (and its in-flight
+/// counts raised) through `tree`'s read lock, which nobody may hold for writing meanwhile:
+/// the caller holds the search's state lock, under which alone the tree is written. The walk
+/// touches the tree only: the leaves' positions are played out afterwards, without the tree's
+/// lock (see [`super::leaf`]).
 pub(super) fn run<'c>(
     tree: &'c RwLock<Tree>,
     tasks: &TaskWorkers<'c>,
@@ -126,25 +127,17 @@ pub(super) fn run<'c>(
     limit: u32,
     sharing: &mut Sharing,
 ) -> PassOutput {
-    let output = walk_pass(tree, tasks, input, limit, sharing.worth_it);
-    sharing.learn(limit, output.leaves.len());
-    output
-}
-
-fn walk_pass<'c>(
-    tree: &'c RwLock<Tree>,
-    tasks: &TaskWorkers<'c>,
-    input: PassInput<'c>,
-    limit: u32,
-    share: bool,
-) -> PassOutput {
     let workers = tasks.count();
     let (mut output, segments) = {
         let tree = read(tree);
         let mut pass = Pass::new(&tree, &input, limit);
         pass.root_searchable = root_searchable(&tree, &input);
-        if !share || workers == 0 || limit < PARALLEL_MIN_VISITS || !dealt_below(tree.node(ROOT)) {
+        let shareable = workers > 0 && limit >= PARALLEL_MIN_VISITS && dealt_below(tree.node(ROOT));
+        if !(shareable && sharing.worth_it) {
             pass.deal(ROOT, limit);
+            if shareable {
+                sharing.learn(pass.output.leaves.len());
+            }
             return pass.output;
         }
         // Segments small enough that every worker gets a few.
@@ -167,6 +160,7 @@ fn walk_pass<'c>(
         output.collisions.extend(part.collisions);
     }
     output.shared = true;
+    sharing.learn(output.leaves.len());
     output
 }
 
@@ -189,9 +183,10 @@ pub(super) struct Segment {
     shares: Vec<Share>,
     /// The shares' visits and evaluations.
     weight: u32,
-    /// The pass's `max_limit` where the one-thread walk would reach this segment (it decides
+    /// The pass's `max_limit` where the one-thread walk would reach this segment. It decides
     /// whether a collision took the whole pass, which only a chain of single shares from the
-    /// root can, all of it dealt before the segments).
+    /// root can: the planning dealt that chain, so its value here is the one-thread walk's,
+    /// also where the chain's last collision lies in a segment of its one share.
     max_limit: u32,
 }
 
@@ -318,6 +313,8 @@ impl<'t, 'i> Pass<'t, 'i> {
         for i in first..end {
             let share = self.shares[i];
             if share.visits > segment_visits && dealt_below(self.tree.node(share.child)) {
+                // A child dealt below was visited: no visit starts its evaluation.
+                debug_assert_eq!(share.evaluations, 0);
                 segments.extend(group.take());
                 self.path.push(share.child);
                 self.plan(share.child, share.visits, segment_visits, segments);

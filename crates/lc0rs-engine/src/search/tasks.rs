@@ -1,12 +1,15 @@
 //! The search's task workers (lc0's TaskWorkers): threads that help the search threads walk a
 //! large pass's subtrees, prepare its leaves and turn a batch's policies into children. As
-//! lc0's, they live for one
-//! search, spin while a search thread is gathering (so that handing them work costs no wake-up),
-//! sleep otherwise, and the search thread that posts work takes a share of it itself: it waits
-//! only for chunks a worker has already begun, never for a worker to wake, so that a loaded
-//! host (other engines on the cores) slows the search no more than having no workers would.
+//! lc0's, they live for one search, spin while a search thread is gathering (so that handing
+//! them work costs no wake-up), sleep otherwise, and the search thread that posts work takes a
+//! share of it itself: it waits only for chunks a worker has already begun, never for a worker
+//! to wake, so that a loaded host (other engines on the cores) slows the search no more than
+//! having no workers would. A panic in a worker's chunk is raised again on the thread that
+//! posted the work, which would otherwise wait for that chunk for ever.
 
+use std::any::Any;
 use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::Scope;
@@ -133,6 +136,9 @@ impl<'c> TaskWorkers<'c> {
         lock(&self.queue).retain(|queued| !Arc::ptr_eq(queued, &posted));
         self.queued.fetch_sub(1, Ordering::AcqRel);
         job.wait_done();
+        if let Some(panic) = lock(&job.panic).take() {
+            resume_unwind(panic);
+        }
         job.results()
     }
 
@@ -209,8 +215,10 @@ struct MapJob<T, R, I, F> {
     results: Vec<Mutex<Option<Vec<R>>>>,
     /// The next chunk to claim.
     next: AtomicUsize,
-    /// Chunks whose results are in.
+    /// Chunks whose results are in (or that panicked).
     done: AtomicUsize,
+    /// The first panic of a chunk, raised again on the caller.
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
     init: I,
     f: F,
 }
@@ -231,6 +239,7 @@ where
             results: (0..chunk_count).map(|_| Mutex::new(None)).collect(),
             next: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
+            panic: Mutex::new(None),
             init,
             f,
         }
@@ -268,12 +277,21 @@ where
                 return;
             };
             let items = lock(chunk).take().unwrap_or_default();
-            let state = state.get_or_insert_with(&self.init);
-            let out: Vec<R> = items
-                .into_iter()
-                .map(|item| (self.f)(state, item))
-                .collect();
-            *lock(&self.results[i]) = Some(out);
+            let run = catch_unwind(AssertUnwindSafe(|| {
+                let state = state.get_or_insert_with(&self.init);
+                items
+                    .into_iter()
+                    .map(|item| (self.f)(state, item))
+                    .collect::<Vec<R>>()
+            }));
+            match run {
+                Ok(out) => *lock(&self.results[i]) = Some(out),
+                Err(panic) => {
+                    // The state may be half-changed: the next chunk starts a new one.
+                    state = None;
+                    lock(&self.panic).get_or_insert(panic);
+                }
+            }
             self.done.fetch_add(1, Ordering::AcqRel);
         }
     }
@@ -353,6 +371,34 @@ mod tests {
                     .unwrap();
             });
         }
+    }
+
+    #[test]
+    fn a_panic_in_a_chunk_reaches_the_caller_instead_of_hanging_it() {
+        let workers = TaskWorkers::new(2);
+        std::thread::scope(|scope| {
+            workers
+                .run(scope, || {
+                    for round in 0..20u32 {
+                        let mapped = catch_unwind(AssertUnwindSafe(|| {
+                            workers.map(
+                                (0..64u32).collect(),
+                                Chunks::EachItem,
+                                || (),
+                                move |(), i| {
+                                    assert!(i != round * 3, "item {i} fails");
+                                    i
+                                },
+                            )
+                        }));
+                        assert!(mapped.is_err(), "round {round}: the panic was lost");
+                    }
+                    // The workers still map afterwards.
+                    let got = workers.map((0..64u32).collect(), Chunks::EachItem, || (), |(), i| i);
+                    assert_eq!(got, (0..64).collect::<Vec<u32>>());
+                })
+                .unwrap();
+        });
     }
 
     #[test]

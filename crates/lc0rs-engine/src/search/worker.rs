@@ -447,7 +447,7 @@ impl<'a> Context<'a> {
                     .max_visits
                     .min(collisions_left.try_into().unwrap_or(u32::MAX));
                 if extra > collision.visits && !gathered.pending.is_empty() {
-                    collision.grow(&mut tree, extra - collision.visits);
+                    collision.grow(&tree, extra - collision.visits);
                 }
                 collisions_left -= i64::from(collision.visits);
                 collided += u64::from(collision.visits);
