@@ -47,30 +47,18 @@ KERNEL void bias_residual_act(const __half* __restrict__ y, const __half* __rest
   }
 }
 
-// The end of a residual block with squeeze-excitation (lc0's scale-and-bias form), one block
-// per position: v = y + bias (the second convolution's output), pooled = mean of v over the
-// 64 squares, h = act(W1·pooled + b1), [γ; β] = W2·h + b2, then
-// x = act(sigmoid(γ)·v + β + x). W1 is [se][C], W2 [2C][se], row-major. Dynamic shared memory:
-// (C + se + 2C) floats. Each dense output is one warp's dot product (any warp size).
-KERNEL void se_residual(const __half* __restrict__ y, const __half* __restrict__ bias, __half* __restrict__ x,
-                        int channels, const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
-                        const __half* __restrict__ w2, const __half* __restrict__ b2, int act) {
-  PRIOR_KERNELS_DONE();
-  DYNAMIC_SHARED(float, shared);
-  float* pooled = shared;
-  float* hidden = pooled + channels;
-  float* gates = hidden + se;
-  const long base = (long)blockIdx.x * 64 * channels;
+// Squeeze-excitation's gates for one position from its pooled channels (lc0's scale-and-bias
+// form): h = act(W1·pooled + b1), gates = [γ; β] = W2·h + b2. W1 is [se][C], W2 [2C][se],
+// row-major; `pooled` (C), `hidden` (se) and `gates` (2C) are the block's shared floats, `pooled`
+// written before the call. Each dense output is one warp's dot product (any warp size); every
+// warp runs the same number of rounds (an output or none), so that the shuffles stay uniform
+// over the block, as the emulator's fibers need. Ends with the block synchronised.
+static __device__ void se_gates(const float* pooled, float* hidden, float* gates, int channels,
+                                const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
+                                const __half* __restrict__ w2, const __half* __restrict__ b2, int act) {
   const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
   const int warps = blockDim.x / WARP_SIZE;
-  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
-    float sum = 0.f;
-    for (int s = 0; s < 64; ++s) sum += __half2float(y[base + (long)s * channels + c]);
-    pooled[c] = sum / 64.f + __half2float(bias[c]);
-  }
   __syncthreads();
-  // Every warp runs the same number of rounds (an output or none), so that the shuffles stay
-  // uniform over the block, as the emulator's fibers need.
   for (int first = 0; first < se; first += warps) {
     const int j = first + warp;
     float sum = 0.f;
@@ -91,6 +79,26 @@ KERNEL void se_residual(const __half* __restrict__ y, const __half* __restrict__
     if (lane == 0 && k < 2 * channels) gates[k] = sum + __half2float(b2[k]);
   }
   __syncthreads();
+}
+
+// The end of a residual block with squeeze-excitation, one block per position: v = y + bias
+// (the second convolution's output), pooled = mean of v over the 64 squares, the gates of
+// `se_gates`, then x = act(sigmoid(γ)·v + β + x). Dynamic shared memory: (C + se + 2C) floats.
+KERNEL void se_residual(const __half* __restrict__ y, const __half* __restrict__ bias, __half* __restrict__ x,
+                        int channels, const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
+                        const __half* __restrict__ w2, const __half* __restrict__ b2, int act) {
+  PRIOR_KERNELS_DONE();
+  DYNAMIC_SHARED(float, shared);
+  float* pooled = shared;
+  float* hidden = pooled + channels;
+  float* gates = hidden + se;
+  const long base = (long)blockIdx.x * 64 * channels;
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+    float sum = 0.f;
+    for (int s = 0; s < 64; ++s) sum += __half2float(y[base + (long)s * channels + c]);
+    pooled[c] = sum / 64.f + __half2float(bias[c]);
+  }
+  se_gates(pooled, hidden, gates, channels, w1, b1, se, w2, b2, act);
   for (int i = threadIdx.x; i < 64 * channels; i += blockDim.x) {
     const int c = i % channels;
     const float v = __half2float(y[base + i]) + __half2float(bias[c]);

@@ -10,7 +10,7 @@ use common::gpu::{
     check_first_passes_right_after_creation, check_picked_against_cpu,
 };
 use common::tower::gpu_test_towers;
-use common::{conv_kernels, kernels};
+use common::{conv_kernels, kernels, winograd_kernels};
 use lc0rs::backend::create_backend;
 use lc0rs::backend::oracle::{encode_all, random_histories};
 use lc0rs::gpu::cuda::CudaDevice;
@@ -314,6 +314,8 @@ fn conv_kernels_match_cpu() {
     conv_kernels::check_bias_residual_act(&device);
     conv_kernels::check_se_residual(&device);
     conv_kernels::check_policy_gather(&device);
+    winograd_kernels::check_winograd_convolutions(&device);
+    winograd_kernels::check_winograd_se(&device);
 }
 
 /// Residual towers through the whole backend: the `tiny-se` preset (SE, mish, convolution
@@ -334,6 +336,8 @@ fn towers_match_cpu() {
             "gemm=lt,graph=false",
             "gemm=lt,poison=true",
             "gemm=blas,max_batch=64,poison=true",
+            "conv=gather,poison=true",
+            "conv=winograd4,poison=true",
         ],
     );
     for (label, model) in gpu_test_towers() {

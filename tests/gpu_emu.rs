@@ -13,7 +13,7 @@ use common::gpu::{
     check_first_passes_right_after_creation, check_picked_against_cpu,
 };
 use common::tower::gpu_test_towers;
-use common::{conv_kernels, kernels, matrix};
+use common::{conv_kernels, kernels, matrix, winograd_kernels};
 use lc0rs::gpu::GpuDevice;
 use lc0rs::gpu::emu::library::BuildConfig;
 use lc0rs::gpu::emu::{EmuDevice, LtRelease};
@@ -129,6 +129,14 @@ fn residual_kernels_match_f64() {
 }
 
 #[test]
+fn winograd_kernels_match_the_direct_convolution() {
+    at_each_wave(|device| {
+        winograd_kernels::check_winograd_convolutions(device);
+        winograd_kernels::check_winograd_se(device);
+    });
+}
+
+#[test]
 fn policy_gather_kernel_is_exact() {
     at_each_wave(conv_kernels::check_policy_gather);
 }
@@ -146,7 +154,13 @@ fn tiny_se_tower_matches_cpu() {
         "hip-emu",
         "tiny-se",
         &network,
-        &["", "wave=32", "wave=32,gemm=blas,graph=false"],
+        &[
+            "",
+            "wave=32",
+            "wave=32,gemm=blas,graph=false",
+            "conv=gather",
+            "conv=winograd4",
+        ],
         12,
         &[1, 7],
     );
@@ -355,7 +369,7 @@ fn a_broken_shuffle_fails_the_kernel_checks() {
     let mut config = BuildConfig::new(64).unwrap();
     config.broken_shuffle = true;
     let device = EmuDevice::new(&config, LtRelease::Rocm7).unwrap();
-    let checks: [(&str, &KernelCheck); 5] = [
+    let checks: [(&str, &KernelCheck); 6] = [
         ("attention", &|d| {
             kernels::check_attention(d, AttentionFamily::Portable)
         }),
@@ -363,6 +377,7 @@ fn a_broken_shuffle_fails_the_kernel_checks() {
         ("warp_layer_norm", &kernels::check_warp_layer_norm),
         ("dense_rows", &kernels::check_dense_rows),
         ("se_residual", &conv_kernels::check_se_residual),
+        ("winograd_se_output", &winograd_kernels::check_winograd_se),
     ];
     for (name, check) in checks {
         let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&device)));

@@ -75,7 +75,7 @@ fn rocm_towers_match_cpu() {
         "rocm-fp16",
         "tiny-se",
         &tiny_se,
-        &["", "gemm=blas,poison=true"],
+        &["", "gemm=blas,poison=true", "conv=gather", "conv=winograd4"],
     );
     for (label, model) in gpu_test_towers() {
         check_backend_against_cpu("rocm-fp16", label, &model, &["", "gemm=blas"]);

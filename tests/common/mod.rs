@@ -9,6 +9,7 @@ pub mod naive_tower;
 pub mod planes;
 pub mod prereq;
 pub mod tower;
+pub mod winograd_kernels;
 
 use lc0rs::weights::network::{Dense, LayerNorm, Network};
 

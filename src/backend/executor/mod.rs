@@ -31,6 +31,7 @@ use plan::{
     DEFAULT_DENSE_MMA_MAX_BATCH, DEFAULT_NORM_DENSE_MAX_BATCH, DEFAULT_PDL_MAX_BATCH, PlanOptions,
 };
 use tower::TowerPass;
+use tower::weights::ConvForm;
 
 /// lc0's maximum batch size, the default `max_batch`.
 const DEFAULT_MAX_BATCH: usize = 1024;
@@ -65,6 +66,9 @@ pub struct GpuOptions {
     /// The thresholds and kernel choices each batch size's plan applies (`attention`,
     /// `norm_dense`, `dense_mma`, `pdl`).
     pub plan: PlanOptions,
+    /// How a residual tower runs its 3×3 convolutions (`conv=winograd2`, the default,
+    /// `winograd4` or `gather`).
+    pub conv: ConvForm,
 }
 
 impl GpuOptions {
@@ -102,6 +106,14 @@ impl GpuOptions {
             return Err(bad("lanes", "0".to_owned(), "must be at least 1"));
         }
         let mlh = options.get::<bool>(backend, "mlh")?.unwrap_or(true);
+        let conv = options
+            .get::<String>(backend, "conv")?
+            .map(|name| {
+                ConvForm::from_name(&name)
+                    .ok_or_else(|| bad("conv", name, &format!("expected {}", ConvForm::NAMES)))
+            })
+            .transpose()?
+            .unwrap_or_default();
         match network {
             Model::Attention(network) => {
                 options.select_heads(backend, network)?;
@@ -125,6 +137,7 @@ impl GpuOptions {
             poison: options.get::<bool>(backend, "poison")?.unwrap_or(false),
             gemm_timing: options.get::<bool>(backend, "gemm_timing")?.unwrap_or(true),
             lanes,
+            conv,
             plan: PlanOptions {
                 norm_dense_max_batch: options
                     .get::<usize>(backend, "norm_dense")?
@@ -311,6 +324,7 @@ fn one_gpu(
         error,
     };
     let device = open(&options).map_err(gpu_error)?;
+    let conv = options.conv;
     Ok(match network {
         Model::Attention(network) => Box::new(
             GpuBackend::new(
@@ -325,7 +339,7 @@ fn one_gpu(
             GpuBackend::new(
                 name,
                 device,
-                |device| TowerPass::new(device, network),
+                |device| TowerPass::new(device, network, conv),
                 options,
             )
             .map_err(gpu_error)?,

@@ -283,6 +283,43 @@ launchers! { SHARED;
         b2: DevicePtr,
         act: i32,
     );
+    /// A 3×3 convolution's input as Winograd points (`[points][tiles][C]`); the member is the
+    /// output tile, F(2×2, 3×3) or F(4×4, 3×3).
+    winograd_input [WinogradInput: F2 = winograd_input_f2, F4 = winograd_input_f4](
+        x: DevicePtr,
+        channels: i32,
+        v: DevicePtr,
+        batch: i32,
+    );
+    /// A 3×3 convolution's Winograd products to its output: bias, the residual where given,
+    /// the activation, written where given and transformed for the next convolution where given.
+    winograd_output [WinogradOutput: F2 = winograd_output_f2, F4 = winograd_output_f4](
+        m: DevicePtr,
+        channels: i32,
+        bias: DevicePtr,
+        residual: Option<DevicePtr>,
+        act: i32,
+        out: Option<DevicePtr>,
+        v: Option<DevicePtr>,
+        batch: i32,
+    );
+    /// A residual block's second convolution from its Winograd products, with
+    /// squeeze-and-excitation and the skip, transformed for the next convolution where given.
+    winograd_se_output [WinogradSeOutput: F2 = winograd_se_output_f2, F4 = winograd_se_output_f4](
+        m: DevicePtr,
+        channels: i32,
+        bias: DevicePtr,
+        scratch: DevicePtr,
+        x: DevicePtr,
+        w1: DevicePtr,
+        b1: DevicePtr,
+        se: i32,
+        w2: DevicePtr,
+        b2: DevicePtr,
+        act: i32,
+        v: Option<DevicePtr>,
+        batch: i32,
+    );
     /// A convolutional policy head's outputs to the 1858 logits through `map`.
     policy_gather(
         input: DevicePtr,

@@ -7,6 +7,7 @@ mod expand;
 pub mod launchers;
 mod layer_norm;
 mod matrix;
+mod winograd;
 
 pub use self::attention::{
     ATTENTION_THREADS, AttentionArgs, AttentionFamily, AttentionKernel, AttentionLaunch,
@@ -14,6 +15,7 @@ pub use self::attention::{
 };
 pub use self::layer_norm::{WARP_NORM_MAX_COLS, layer_norm_warp_kernel};
 pub use self::matrix::{MatrixForm, amd_matrix_form, matrix_kernel_names};
+pub use self::winograd::WinogradTile;
 
 use self::launchers::{DenseMma, NormDense};
 use super::Launch;
@@ -21,7 +23,7 @@ use crate::weights::format::Activation;
 
 /// The kernel files of `hip/` by job, in the order they form one translation unit after the
 /// prelude: the one list of them (`.ci/run` reads it from `lc0rs compile-kernels --list-files`).
-pub const KERNEL_FILES: [(&str, &str); 8] = [
+pub const KERNEL_FILES: [(&str, &str); 9] = [
     ("kernels.hip", include_str!("../../../hip/kernels.hip")),
     ("norms.hip", include_str!("../../../hip/norms.hip")),
     ("attention.hip", include_str!("../../../hip/attention.hip")),
@@ -35,6 +37,7 @@ pub const KERNEL_FILES: [(&str, &str); 8] = [
     ),
     ("heads.hip", include_str!("../../../hip/heads.hip")),
     ("conv.hip", include_str!("../../../hip/conv.hip")),
+    ("winograd.hip", include_str!("../../../hip/winograd.hip")),
     ("matrix.hip", include_str!("../../../hip/matrix.hip")),
 ];
 

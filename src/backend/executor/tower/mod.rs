@@ -1,9 +1,11 @@
 //! A residual-tower (convolutional) network on the GPU: the input convolution, residual blocks
 //! (with or without squeeze-excitation), the classical, convolution or attention policy head,
 //! value and moves-left heads. Activations are square-major (`[batch·64][C]`); a 3×3 convolution
-//! is `conv_gather3x3` and one GEMM, a 1×1 convolution one GEMM.
+//! is Winograd F(4×4, 3×3) (`winograd.rs`) or `conv_gather3x3` and one GEMM, a 1×1 convolution
+//! one GEMM.
 
 pub mod weights;
+mod winograd;
 
 use super::dense::DenseGpu;
 use super::io::{HALF, IoBuffers};
@@ -13,11 +15,11 @@ use super::pass::NetworkPass;
 use super::plan::PassPlan;
 use super::policy::PolicyBuffers;
 use crate::board::{INPUT_PLANES, POLICY_SIZE, SQUARES};
-use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
+use crate::gpu::kernels::{SE_RESIDUAL_THREADS, WinogradTile, activation_code, launchers};
 use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuError, GpuResult, Launch};
 use crate::weights::format::{Activation, NetFormat};
 use crate::weights::tower::TowerNetwork;
-use weights::{BlockGpu, ConvHeadGpu, TowerGpu, TowerPolicyGpu};
+use weights::{BlockGpu, Conv3x3Gpu, ConvForm, ConvHeadGpu, TowerGpu, TowerPolicyGpu};
 
 /// Taps of a 3×3 kernel.
 const TAPS: usize = 9;
@@ -29,9 +31,9 @@ pub struct TowerPass {
 }
 
 impl TowerPass {
-    pub fn new(device: &dyn GpuDevice, network: &TowerNetwork) -> GpuResult<Self> {
+    pub fn new(device: &dyn GpuDevice, network: &TowerNetwork, form: ConvForm) -> GpuResult<Self> {
         Ok(Self {
-            net: TowerGpu::upload(device, network)?,
+            net: TowerGpu::upload(device, network, form)?,
             format: network.format.clone(),
         })
     }
@@ -41,13 +43,17 @@ impl TowerPass {
 pub struct TowerBuffers {
     /// The input planes as `[batch·64][112]`.
     planes: GpuBuffer,
-    /// Gathered 3×3 neighbourhoods `[batch·64][9·max(112, C)]`.
+    /// A 3×3 convolution's input as the GEMM reads it: gathered neighbourhoods
+    /// `[batch·64][9·max(112, C)]`, or Winograd points `[points][tiles][max(112, C)]`.
     columns: GpuBuffer,
+    /// The Winograd form's products `[points][tiles][widest output]` (none in the gather form).
+    products: Option<GpuBuffer>,
     /// The residual stream `[batch·64][C]`.
     x: GpuBuffer,
-    /// The first convolution's output in a block (and the convolution policy's).
+    /// The first convolution's output in a block (and the convolution policy's), gather form.
     h: GpuBuffer,
-    /// The second convolution's output in a block, before its bias.
+    /// The second convolution's output in a block (before its bias in the gather form, with
+    /// it in the Winograd form's squeeze-excitation).
     y: GpuBuffer,
     /// A head's 1×1 (or policy) convolution output `[batch·64][planes]`.
     head_planes: GpuBuffer,
@@ -62,7 +68,7 @@ pub struct TowerBuffers {
 fn head_planes(net: &TowerGpu) -> usize {
     let policy = match &net.policy {
         TowerPolicyGpu::Classical { conv, .. } => conv.outputs,
-        TowerPolicyGpu::Convolution { conv2, .. } => conv2.outputs,
+        TowerPolicyGpu::Convolution { conv2, .. } => conv2.outputs(),
         TowerPolicyGpu::Attention(_) => 0,
     };
     let heads = [Some(&net.value), net.moves_left.as_ref()];
@@ -71,6 +77,20 @@ fn head_planes(net: &TowerGpu) -> usize {
         .flatten()
         .map(|h| h.conv.outputs)
         .fold(policy, usize::max)
+}
+
+/// A batch's Winograd points per channel: points per tile × tiles.
+fn winograd_points(tile: WinogradTile, batch: usize) -> usize {
+    tile.points() * tile.tiles_per_board() * batch
+}
+
+/// The widest output of a 3×3 convolution.
+fn widest_conv3x3_output(net: &TowerGpu) -> usize {
+    match &net.policy {
+        TowerPolicyGpu::Convolution { conv1, conv2, .. } => conv1.outputs().max(conv2.outputs()),
+        _ => 0,
+    }
+    .max(net.filters)
 }
 
 /// The widest per-position dense output a head keeps in fp16 before its last layer.
@@ -102,9 +122,20 @@ impl NetworkPass for TowerPass {
         let rows = max_batch * SQUARES;
         let half = |elements: usize| device.alloc(elements * HALF);
         let c = net.filters;
+        let widest_input = c.max(INPUT_PLANES);
+        let (columns, products) = match net.form {
+            ConvForm::Gather => (half(rows * TAPS * widest_input)?, None),
+            ConvForm::Winograd(tile) => (
+                half(winograd_points(tile, max_batch) * widest_input)?,
+                Some(half(
+                    winograd_points(tile, max_batch) * widest_conv3x3_output(net),
+                )?),
+            ),
+        };
         Ok(TowerBuffers {
             planes: half(rows * INPUT_PLANES)?,
-            columns: half(rows * TAPS * c.max(INPUT_PLANES))?,
+            columns,
+            products,
             x: half(rows * c)?,
             h: half(rows * c)?,
             y: half(rows * c)?,
@@ -134,6 +165,7 @@ impl NetworkPass for TowerPass {
             &b.mlh_out,
         ]
         .into_iter()
+        .chain(&b.products)
         .chain(b.attention_policy.iter().flat_map(PolicyBuffers::all))
         .collect()
     }
@@ -166,6 +198,24 @@ impl NetworkPass for TowerPass {
     }
 }
 
+/// FLOPs and bytes of a 3×3 convolution of `batch` positions: the gather and the GEMM, or the
+/// Winograd GEMMs and output transform.
+fn conv3x3_cost(conv: &Conv3x3Gpu, batch: usize) -> Cost {
+    let rows = batch * SQUARES;
+    match conv {
+        Conv3x3Gpu::Gather(d) => pass_cost(rows * d.inputs, 1) + linear_cost(d, rows),
+        Conv3x3Gpu::Winograd(w) => winograd::cost(w, batch),
+    }
+}
+
+/// The error of a tower whose 3×3 convolutions are not all of one form (never uploaded so).
+fn mixed_forms() -> GpuError {
+    GpuError::Call {
+        call: "tower pass",
+        detail: "its 3×3 convolutions are not all of one form".to_owned(),
+    }
+}
+
 /// Enqueues one tower pass of `batch` positions whose inputs are on the device.
 ///
 /// Its methods are `unsafe` with one precondition, its invariant for their `batch`:
@@ -190,8 +240,7 @@ impl TowerForward<'_> {
         // rows, the inputs `io`'s for `batch` (the invariant); each call below keeps it.
         unsafe {
             let (net, b, rows) = (self.net, self.b, batch * SQUARES);
-            let input_cost =
-                pass_cost(rows * INPUT_PLANES, 0) + self.conv3x3_cost(&net.input, rows);
+            let input_cost = pass_cost(rows * INPUT_PLANES, 0) + conv3x3_cost(&net.input, batch);
             self.ops.op("input conv", None, input_cost, || {
                 let (masks, values) = self.io.inputs(batch);
                 launchers::expand_tokens(
@@ -205,7 +254,12 @@ impl TowerForward<'_> {
                     b.planes.ptr(),
                     batch as i32,
                 )?;
-                self.conv3x3(&net.input, b.planes.ptr(), b.x.ptr(), batch, Some(self.act))
+                match &net.input {
+                    Conv3x3Gpu::Gather(conv) => {
+                        self.conv3x3(conv, b.planes.ptr(), b.x.ptr(), batch, Some(self.act))
+                    }
+                    Conv3x3Gpu::Winograd(conv) => self.winograd_input_conv(conv, batch),
+                }
             })?;
             for (i, block) in net.blocks.iter().enumerate() {
                 self.block(i, block, batch)?;
@@ -219,11 +273,6 @@ impl TowerForward<'_> {
                     self.value_and_moves_left(batch)
                 })
         }
-    }
-
-    /// FLOPs and bytes of a 3×3 convolution: the gather and the GEMM.
-    fn conv3x3_cost(&self, conv: &DenseGpu, rows: usize) -> Cost {
-        pass_cost(rows * conv.inputs, 1) + linear_cost(conv, rows)
     }
 
     /// `y = conv(x)` (3×3), with the bias and `act` where given (`None`: no bias).
@@ -265,24 +314,45 @@ impl TowerForward<'_> {
     /// # Safety
     /// `TowerForward`'s invariant for `batch`.
     unsafe fn block(&self, i: usize, block: &BlockGpu, batch: usize) -> GpuResult<()> {
+        // SAFETY: the invariant, passed on.
+        unsafe {
+            match (&block.conv1, &block.conv2) {
+                (Conv3x3Gpu::Gather(conv1), Conv3x3Gpu::Gather(conv2)) => {
+                    self.gathered_block(i, (conv1, conv2), block, batch)
+                }
+                (Conv3x3Gpu::Winograd(conv1), Conv3x3Gpu::Winograd(conv2)) => {
+                    self.winograd_block(i, (conv1, conv2), block, batch)
+                }
+                _ => Err(mixed_forms()),
+            }
+        }
+    }
+
+    /// [`Self::block`] with gathered neighbourhoods.
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`.
+    unsafe fn gathered_block(
+        &self,
+        i: usize,
+        (conv1, conv2): (&DenseGpu, &DenseGpu),
+        block: &BlockGpu,
+        batch: usize,
+    ) -> GpuResult<()> {
         // SAFETY: `x`, `h` and `y` are the lane's buffers of `batch × 64` rows of the tower's
         // channels; the block's weights are `net`'s (the invariant).
         unsafe {
             let (b, rows, layer) = (self.b, batch * SQUARES, Some(i));
-            self.ops.op(
-                "conv1",
-                layer,
-                self.conv3x3_cost(&block.conv1, rows),
-                || self.conv3x3(&block.conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act)),
-            )?;
-            self.ops.op(
-                "conv2",
-                layer,
-                self.conv3x3_cost(&block.conv2, rows),
-                || self.conv3x3(&block.conv2, b.h.ptr(), b.y.ptr(), batch, None),
-            )?;
+            self.ops
+                .op("conv1", layer, conv3x3_cost(&block.conv1, batch), || {
+                    self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act))
+                })?;
+            self.ops
+                .op("conv2", layer, conv3x3_cost(&block.conv2, batch), || {
+                    self.conv3x3(conv2, b.h.ptr(), b.y.ptr(), batch, None)
+                })?;
             let channels = self.net.filters;
-            let bias = block.conv2.required_bias("conv2")?;
+            let bias = conv2.required_bias("conv2")?;
             let Some(se) = &block.se else {
                 return self
                     .ops
@@ -334,7 +404,7 @@ impl TowerForward<'_> {
                 linear_cost(conv, rows) + linear_cost(dense, batch)
             }
             TowerPolicyGpu::Convolution { conv1, conv2, .. } => {
-                self.conv3x3_cost(conv1, rows) + self.conv3x3_cost(conv2, rows)
+                conv3x3_cost(conv1, batch) + conv3x3_cost(conv2, batch)
             }
             TowerPolicyGpu::Attention(head) => head.cost(batch),
         }
@@ -357,15 +427,23 @@ impl TowerForward<'_> {
                     self.gather_policy(b.head_dense.ptr(), POLICY_SIZE, map, batch)
                 }
                 TowerPolicyGpu::Convolution { conv1, conv2, map } => {
-                    self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act))?;
-                    let planes = conv2.outputs;
-                    self.conv3x3(
-                        conv2,
-                        b.h.ptr(),
-                        b.head_planes.ptr(),
-                        batch,
-                        Some(Activation::Identity),
-                    )?;
+                    match (conv1, conv2) {
+                        (Conv3x3Gpu::Gather(conv1), Conv3x3Gpu::Gather(conv2)) => {
+                            self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act))?;
+                            self.conv3x3(
+                                conv2,
+                                b.h.ptr(),
+                                b.head_planes.ptr(),
+                                batch,
+                                Some(Activation::Identity),
+                            )?;
+                        }
+                        (Conv3x3Gpu::Winograd(conv1), Conv3x3Gpu::Winograd(conv2)) => {
+                            self.winograd_policy_convs((conv1, conv2), batch)?;
+                        }
+                        _ => return Err(mixed_forms()),
+                    }
+                    let planes = conv2.outputs();
                     self.gather_policy(b.head_planes.ptr(), SQUARES * planes, map, batch)
                 }
                 TowerPolicyGpu::Attention(head) => {

@@ -1,14 +1,16 @@
 //! A residual tower's weights on the GPU in fp16, rearranged once at upload for the
-//! square-major activations (`[batch·64][C]`) the executor runs on: each 3×3 convolution as a
-//! dense `[K][9·C]` layer over the gathered neighbourhoods (column `tap·C + c`), each 1×1
-//! convolution as a dense `[K][C]` layer, and each dense layer after a flatten with its
-//! inputs in square-major order (the file's are channel-major, `channel·64 + square`).
+//! square-major activations (`[batch·64][C]`) the executor runs on: each 3×3 convolution as
+//! Winograd F(4×4, 3×3) points (`[36][K][C]`) or as a dense `[K][9·C]` layer over the gathered
+//! neighbourhoods (column `tap·C + c`), each 1×1 convolution as a dense `[K][C]` layer, and each
+//! dense layer after a flatten with its inputs in square-major order (the file's are
+//! channel-major, `channel·64 + square`).
 
-use crate::backend::executor::dense::{DenseGpu, dense, upload_i16};
+use crate::backend::executor::dense::{DenseGpu, dense, upload_f16, upload_i16};
 use crate::backend::executor::policy::PolicyGpu;
 use crate::board::POLICY_SIZE;
 use crate::board::SQUARES;
 use crate::chess::conv_policy_map::conv_policy_map;
+use crate::gpu::kernels::WinogradTile;
 use crate::gpu::{GpuBuffer, GpuDevice, GpuResult};
 use crate::weights::network::Dense;
 use crate::weights::tower::{Conv, ConvHead, TowerNetwork, TowerPolicy};
@@ -68,6 +70,77 @@ fn conv(device: &dyn GpuDevice, c: &Conv) -> GpuResult<DenseGpu> {
     )
 }
 
+/// How a pass runs its 3×3 convolutions (the `conv` option).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvForm {
+    /// Winograd: an input transform, one GEMM per point, and an output transform that carries
+    /// the layer's epilogue and the next convolution's input transform (`conv=winograd2`,
+    /// `conv=winograd4`).
+    Winograd(WinogradTile),
+    /// Every square's 3 × 3 neighbourhood gathered (im2col), then one GEMM (`conv=gather`).
+    Gather,
+}
+
+impl Default for ConvForm {
+    fn default() -> Self {
+        Self::Winograd(WinogradTile::F2)
+    }
+}
+
+impl ConvForm {
+    /// The names `from_name` takes.
+    pub const NAMES: &str = "winograd2, winograd4 or gather";
+
+    /// The form named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "winograd2" => Some(Self::Winograd(WinogradTile::F2)),
+            "winograd4" => Some(Self::Winograd(WinogradTile::F4)),
+            "gather" => Some(Self::Gather),
+            _ => None,
+        }
+    }
+}
+
+/// A 3×3 convolution's Winograd weights: `points` holds `[points][outputs][inputs]` fp16, one
+/// GEMM's `[K][C]` per point.
+pub struct WinogradGpu {
+    pub tile: WinogradTile,
+    pub inputs: usize,
+    pub outputs: usize,
+    pub points: GpuBuffer,
+    pub bias: GpuBuffer,
+}
+
+/// A 3×3 convolution in the form its pass runs.
+pub enum Conv3x3Gpu {
+    Gather(DenseGpu),
+    Winograd(WinogradGpu),
+}
+
+impl Conv3x3Gpu {
+    fn upload(device: &dyn GpuDevice, c: &Conv, form: ConvForm) -> GpuResult<Self> {
+        Ok(match form {
+            ConvForm::Gather => Self::Gather(conv(device, c)?),
+            ConvForm::Winograd(tile) => Self::Winograd(WinogradGpu {
+                tile,
+                inputs: c.inputs,
+                outputs: c.outputs,
+                points: upload_f16(device, &tile.weight_points(&c.weights, c.outputs, c.inputs))?,
+                bias: upload_f16(device, &c.biases)?,
+            }),
+        })
+    }
+
+    /// Output channels.
+    pub fn outputs(&self) -> usize {
+        match self {
+            Self::Gather(d) => d.outputs,
+            Self::Winograd(w) => w.outputs,
+        }
+    }
+}
+
 /// A dense layer over the flattened `[64][channels]` planes of a head.
 fn flattened(device: &dyn GpuDevice, d: &Dense, channels: usize) -> GpuResult<DenseGpu> {
     DenseGpu::upload(
@@ -84,8 +157,8 @@ pub struct SeGpu {
 }
 
 pub struct BlockGpu {
-    pub conv1: DenseGpu,
-    pub conv2: DenseGpu,
+    pub conv1: Conv3x3Gpu,
+    pub conv2: Conv3x3Gpu,
     pub se: Option<SeGpu>,
 }
 
@@ -105,8 +178,8 @@ pub enum TowerPolicyGpu {
     },
     /// Two 3×3 convolutions, then `policy_gather` through lc0's map.
     Convolution {
-        conv1: DenseGpu,
-        conv2: DenseGpu,
+        conv1: Conv3x3Gpu,
+        conv2: Conv3x3Gpu,
         map: GpuBuffer,
     },
     Attention(PolicyGpu),
@@ -114,7 +187,8 @@ pub enum TowerPolicyGpu {
 
 pub struct TowerGpu {
     pub filters: usize,
-    pub input: DenseGpu,
+    pub form: ConvForm,
+    pub input: Conv3x3Gpu,
     pub blocks: Vec<BlockGpu>,
     pub policy: TowerPolicyGpu,
     pub value: ConvHeadGpu,
@@ -130,14 +204,15 @@ fn conv_head(device: &dyn GpuDevice, h: &ConvHead) -> GpuResult<ConvHeadGpu> {
 }
 
 impl TowerGpu {
-    pub fn upload(device: &dyn GpuDevice, net: &TowerNetwork) -> GpuResult<Self> {
+    pub fn upload(device: &dyn GpuDevice, net: &TowerNetwork, form: ConvForm) -> GpuResult<Self> {
+        let conv3x3 = |c: &Conv| Conv3x3Gpu::upload(device, c, form);
         let blocks = net
             .blocks
             .iter()
             .map(|b| {
                 Ok(BlockGpu {
-                    conv1: conv(device, &b.conv1)?,
-                    conv2: conv(device, &b.conv2)?,
+                    conv1: conv3x3(&b.conv1)?,
+                    conv2: conv3x3(&b.conv2)?,
                     se: b
                         .se
                         .as_ref()
@@ -161,8 +236,8 @@ impl TowerGpu {
                 }
             }
             TowerPolicy::Convolution { conv1, conv2 } => TowerPolicyGpu::Convolution {
-                conv1: conv(device, conv1)?,
-                conv2: conv(device, conv2)?,
+                conv1: conv3x3(conv1)?,
+                conv2: conv3x3(conv2)?,
                 map: upload_i16(device, &square_major_conv_policy_map(conv2.outputs))?,
             },
             TowerPolicy::Attention(head) => {
@@ -171,7 +246,8 @@ impl TowerGpu {
         };
         Ok(Self {
             filters: net.filters(),
-            input: conv(device, &net.input)?,
+            form,
+            input: conv3x3(&net.input)?,
             blocks,
             policy,
             value: conv_head(device, &net.value)?,

@@ -1,0 +1,253 @@
+//! A tower's 3×3 convolutions as Winograd F(m×m, 3×3) (`hip/winograd.hip`). Each convolution
+//! is one GEMM per point (16 or 36, the device's batched product) between two transforms:
+//! the input transform is done by whatever wrote the convolution's input (the output transform
+//! of the convolution before, or `winograd_input` for the input planes), and the output
+//! transform carries the layer's epilogue (bias, skip, squeeze-excitation, activation) and the
+//! next convolution's input transform. A block is thus two GEMMs and two transform kernels;
+//! the transformed points stay in `columns`, the products in `products`.
+
+use super::weights::{BlockGpu, WinogradGpu};
+use super::{TowerForward, TowerPolicyGpu};
+use crate::backend::executor::io::HALF;
+use crate::backend::executor::marks::Cost;
+use crate::board::{INPUT_PLANES, SQUARES};
+use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
+use crate::gpu::{BatchedProduct, DevicePtr, GpuError, GpuResult, Launch};
+use crate::weights::format::Activation;
+
+/// Threads per block of the transforms: each thread does one channel of one board (hundreds of
+/// values), so small blocks spread a small batch over more multiprocessors.
+const TRANSFORM_THREADS: u32 = 64;
+
+/// A transform over `batch` boards of `channels` channels, one thread per board and channel.
+fn per_board_channel(batch: usize, channels: usize) -> Launch {
+    let threads = batch * channels;
+    Launch {
+        grid: [
+            threads.div_ceil(TRANSFORM_THREADS as usize).max(1) as u32,
+            1,
+            1,
+        ],
+        block: [TRANSFORM_THREADS, 1, 1],
+        shared_bytes: 0,
+    }
+}
+
+/// FLOPs and bytes of one Winograd convolution of `batch` positions: the GEMMs (inputs,
+/// weights, products) and the output transform with the next input transform (products read,
+/// points and the output written; about 12 FLOPs a point each way).
+pub(super) fn cost(conv: &WinogradGpu, batch: usize) -> Cost {
+    let tile = conv.tile;
+    let points = (tile.points() * tile.tiles_per_board() * batch) as u64;
+    let (c, k) = (conv.inputs as u64, conv.outputs as u64);
+    let weights = tile.points() as u64 * k * c;
+    let squares = (SQUARES * batch) as u64;
+    Cost {
+        flops: 2 * points * c * k + 24 * points * k,
+        bytes: HALF as u64 * (points * c + weights + 2 * points * k + squares * k),
+    }
+}
+
+impl TowerForward<'_> {
+    /// The Winograd form's buffers: the points every convolution reads and the products it
+    /// writes.
+    fn winograd_scratch(&self) -> GpuResult<(DevicePtr, DevicePtr)> {
+        let products = self.b.products.as_ref().ok_or_else(|| GpuError::Call {
+            call: "tower Winograd convolution",
+            detail: "the lane has no buffer for its products".to_owned(),
+        })?;
+        Ok((self.b.columns.ptr(), products.ptr()))
+    }
+
+    /// Whether a 3×3 convolution reads the residual stream after the input convolution
+    /// (`None`) or after block `i`: the next block's, or the convolution policy's.
+    fn conv_follows(&self, block: Option<usize>) -> bool {
+        let next = block.map_or(0, |i| i + 1);
+        next < self.net.blocks.len()
+            || matches!(self.net.policy, TowerPolicyGpu::Convolution { .. })
+    }
+
+    /// The products `M_ξ = V_ξ · U_ξᵀ` of every point ξ from the points in `columns`.
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`, with `columns` holding the convolution's input
+    /// points.
+    unsafe fn winograd_products(&self, conv: &WinogradGpu, batch: usize) -> GpuResult<()> {
+        let (points, products) = self.winograd_scratch()?;
+        let tiles = conv.tile.tiles_per_board() * batch;
+        let (c, k) = (conv.inputs, conv.outputs);
+        // SAFETY: `columns` holds points × tiles × C values and `products` room for points ×
+        // tiles × K (the lane's buffers, sized for the widest convolution), `conv.points`
+        // points × K × C weights.
+        unsafe {
+            self.ops.device.batched_product(&BatchedProduct {
+                batch: conv.tile.points(),
+                m: tiles,
+                n: k,
+                k: c,
+                alpha: 1.0,
+                a: points,
+                lda: c,
+                stride_a: tiles * c,
+                b: conv.points.ptr(),
+                ldb: c,
+                stride_b: k * c,
+                b_transposed: false,
+                c: products,
+                ldc: k,
+                stride_c: tiles * k,
+            })
+        }
+    }
+
+    /// The output transform of `conv`'s products: `y = act(out + bias (+ x))`, written to
+    /// `out` where given (`x` itself with the skip) and transformed into `columns` for the
+    /// next convolution when `next`.
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`, with `products` holding the convolution's, and
+    /// `out` (where given) one of the lane's buffers of `batch × 64` rows of K channels.
+    unsafe fn winograd_output(
+        &self,
+        conv: &WinogradGpu,
+        batch: usize,
+        (act, skip): (Activation, bool),
+        out: Option<DevicePtr>,
+        next: bool,
+    ) -> GpuResult<()> {
+        let (points, products) = self.winograd_scratch()?;
+        let x = self.b.x.ptr();
+        // SAFETY: the caller's promise; `x` and `columns` are the lane's, sized for the tower.
+        unsafe {
+            launchers::winograd_output(
+                self.ops.device,
+                conv.tile.kernels().1,
+                per_board_channel(batch, conv.outputs),
+                products,
+                conv.outputs as i32,
+                conv.bias.ptr(),
+                skip.then_some(x),
+                activation_code(act),
+                out,
+                next.then_some(points),
+                batch as i32,
+            )
+        }
+    }
+
+    /// The input convolution of the planes into the residual stream `x`.
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`, with `planes` holding the inputs.
+    pub(super) unsafe fn winograd_input_conv(
+        &self,
+        conv: &WinogradGpu,
+        batch: usize,
+    ) -> GpuResult<()> {
+        let (points, _) = self.winograd_scratch()?;
+        // SAFETY: `planes` holds `batch × 64` rows of 112 planes, `columns` room for their
+        // points (the invariant).
+        unsafe {
+            launchers::winograd_input(
+                self.ops.device,
+                conv.tile.kernels().0,
+                per_board_channel(batch, INPUT_PLANES),
+                self.b.planes.ptr(),
+                INPUT_PLANES as i32,
+                points,
+                batch as i32,
+            )?;
+            self.winograd_products(conv, batch)?;
+            let next = self.conv_follows(None);
+            self.winograd_output(conv, batch, (self.act, false), Some(self.b.x.ptr()), next)
+        }
+    }
+
+    /// Block `i`: `x = act(SE(conv2(act(conv1(x)))) + x)`, or without SE
+    /// `act(conv2(…) + x)`, its input points already in `columns`.
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`.
+    pub(super) unsafe fn winograd_block(
+        &self,
+        i: usize,
+        (conv1, conv2): (&WinogradGpu, &WinogradGpu),
+        block: &BlockGpu,
+        batch: usize,
+    ) -> GpuResult<()> {
+        let (b, layer) = (self.b, Some(i));
+        let next = self.conv_follows(layer);
+        let channels = conv2.outputs;
+        // SAFETY: `x` and `y` are the lane's buffers of `batch × 64` rows of the tower's
+        // channels, the block's weights `net`'s (the invariant).
+        unsafe {
+            self.ops.op("conv1", layer, cost(conv1, batch), || {
+                self.winograd_products(conv1, batch)?;
+                self.winograd_output(conv1, batch, (self.act, false), None, true)
+            })?;
+            self.ops.op("conv2", layer, cost(conv2, batch), || {
+                self.winograd_products(conv2, batch)
+            })?;
+            let Some(se) = &block.se else {
+                return self.ops.op("residual+act", layer, Cost::default(), || {
+                    self.winograd_output(conv2, batch, (self.act, true), Some(b.x.ptr()), next)
+                });
+            };
+            let squares = (batch * SQUARES * channels) as u64;
+            let se_cost = Cost {
+                flops: 4 * (se.fc1.inputs * se.fc1.outputs * batch) as u64 + 8 * squares,
+                bytes: 4 * HALF as u64 * squares,
+            };
+            self.ops.op("se+residual+act", layer, se_cost, || {
+                let (points, products) = self.winograd_scratch()?;
+                let floats = channels + se.fc1.outputs + se.fc2.outputs;
+                let threads =
+                    (channels.next_multiple_of(64) as u32).clamp(256, SE_RESIDUAL_THREADS);
+                let launch = Launch {
+                    grid: [batch as u32, 1, 1],
+                    block: [threads, 1, 1],
+                    shared_bytes: (floats * size_of::<f32>()) as u32,
+                };
+                launchers::winograd_se_output(
+                    self.ops.device,
+                    conv2.tile.kernels().2,
+                    launch,
+                    products,
+                    channels as i32,
+                    conv2.bias.ptr(),
+                    b.y.ptr(),
+                    b.x.ptr(),
+                    se.fc1.w.ptr(),
+                    se.fc1.required_bias("squeeze-excitation fc1")?,
+                    se.fc1.outputs as i32,
+                    se.fc2.w.ptr(),
+                    se.fc2.required_bias("squeeze-excitation fc2")?,
+                    activation_code(self.act),
+                    next.then_some(points),
+                    batch as i32,
+                )
+            })
+        }
+    }
+
+    /// The convolution policy's two 3×3 convolutions into `head_planes`, the first one's
+    /// input points already in `columns`.
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`.
+    pub(super) unsafe fn winograd_policy_convs(
+        &self,
+        (conv1, conv2): (&WinogradGpu, &WinogradGpu),
+        batch: usize,
+    ) -> GpuResult<()> {
+        // SAFETY: `head_planes` holds `batch × 64` rows of the widest head's planes (the
+        // invariant).
+        unsafe {
+            self.winograd_products(conv1, batch)?;
+            self.winograd_output(conv1, batch, (self.act, false), None, true)?;
+            self.winograd_products(conv2, batch)?;
+            let out = Some(self.b.head_planes.ptr());
+            self.winograd_output(conv2, batch, (Activation::Identity, false), out, false)
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Winograd F(m×m, 3×3) for `hip/winograd.hip`: which output tile, what it costs in points and
+//! tiles, its members of the transform kernels, and the weight transform `G·g·Gᵀ` done once on
+//! the host (it must match the kernels' `Bᵀ` and `Aᵀ`, whose points it shares).
+
+use super::launchers::{WinogradInput, WinogradOutput, WinogradSeOutput};
+
+/// The output tile of a Winograd F(m×m, 3×3) convolution: m = 2 or 4.
+///
+/// F(4×4) needs a quarter of the direct convolution's multiplications, F(2×2) 4/9 of them; in
+/// fp16 F(4×4)'s error is 6–10 times the direct convolution's and F(2×2)'s 1.5–2 times (the
+/// transformed inputs, weights and products each round at values larger than the result, by
+/// up to `Aᵀ`'s and `Bᵀ`'s coefficients), so the two trade speed for accuracy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WinogradTile {
+    /// F(2×2, 3×3) on the points 0, ±1, ∞: 16 tiles a board, 16 points a tile.
+    F2,
+    /// F(4×4, 3×3) on the points 0, ±1/2, ±2, ∞ (two thirds of the fp16 error of lc0's 0, ±1,
+    /// ±2): 4 tiles a board, 36 points a tile.
+    F4,
+}
+
+/// F(2×2, 3×3)'s weight transform `G` (4 × 3).
+const G_F2: [[f64; 3]; 4] = [
+    [1.0, 0.0, 0.0],
+    [0.5, 0.5, 0.5],
+    [0.5, -0.5, 0.5],
+    [0.0, 0.0, 1.0],
+];
+
+/// F(4×4, 3×3)'s weight transform `G` (6 × 3) on the points 0, 1/2, −1/2, 2, −2, ∞: row j is
+/// (1, pⱼ, pⱼ²) over the product of pⱼ's differences to the other finite points.
+const G_F4: [[f64; 3]; 6] = [
+    [1.0, 0.0, 0.0],
+    [-8.0 / 15.0, -4.0 / 15.0, -2.0 / 15.0],
+    [-8.0 / 15.0, 4.0 / 15.0, -2.0 / 15.0],
+    [1.0 / 30.0, 1.0 / 15.0, 2.0 / 15.0],
+    [1.0 / 30.0, -1.0 / 15.0, 2.0 / 15.0],
+    [0.0, 0.0, 1.0],
+];
+
+impl WinogradTile {
+    /// The weight transform, one row per point of a tile's side.
+    fn g(self) -> &'static [[f64; 3]] {
+        match self {
+            Self::F2 => &G_F2,
+            Self::F4 => &G_F4,
+        }
+    }
+
+    /// Points per tile: (m + 2)².
+    pub fn points(self) -> usize {
+        self.g().len().pow(2)
+    }
+
+    /// Tiles per board: (8 / m)².
+    pub fn tiles_per_board(self) -> usize {
+        match self {
+            Self::F2 => 16,
+            Self::F4 => 4,
+        }
+    }
+
+    /// The tile's members of the three transform kernels.
+    pub fn kernels(self) -> (WinogradInput, WinogradOutput, WinogradSeOutput) {
+        match self {
+            Self::F2 => (WinogradInput::F2, WinogradOutput::F2, WinogradSeOutput::F2),
+            Self::F4 => (WinogradInput::F4, WinogradOutput::F4, WinogradSeOutput::F4),
+        }
+    }
+
+    /// A 3×3 convolution's weights (`weights[k][c][tap]`, lc0's order, tap = 3·row + column
+    /// with rows along the ranks) as Winograd points: `U = G·g·Gᵀ` (point `n·row + column` of
+    /// the n × n tile) for every output `k` and input `c`, stored `[points][K][C]`, one `[K][C]`
+    /// matrix per point (computed in f64).
+    pub fn weight_points(self, weights: &[f32], outputs: usize, inputs: usize) -> Vec<f32> {
+        debug_assert_eq!(weights.len(), outputs * inputs * 9);
+        let g_rows = self.g();
+        let n = g_rows.len();
+        let mut out = vec![0.0; self.points() * outputs * inputs];
+        for (kc, taps) in weights.chunks_exact(9).enumerate() {
+            let g = |row: usize, col: usize| f64::from(taps[row * 3 + col]);
+            for (a, ga) in g_rows.iter().enumerate() {
+                for (b, gb) in g_rows.iter().enumerate() {
+                    let mut u = 0.0;
+                    for (i, gai) in ga.iter().enumerate() {
+                        for (j, gbj) in gb.iter().enumerate() {
+                            u += gai * g(i, j) * gbj;
+                        }
+                    }
+                    out[(a * n + b) * outputs * inputs + kc] = u as f32;
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 1-D F(m, 3) identity the kernels rely on, with their `Bᵀ` and `Aᵀ` written out
+    /// again here: `Aᵀ·((G·g) ⊙ (Bᵀ·d)) = (Σₖ gₖ·d_{i+k})ᵢ` for unit inputs and taps.
+    #[test]
+    fn the_weight_transform_matches_the_kernels_transforms() {
+        let bt_f2: [[f64; 4]; 4] = [
+            [1.0, 0.0, -1.0, 0.0],
+            [0.0, 1.0, 1.0, 0.0],
+            [0.0, -1.0, 1.0, 0.0],
+            [0.0, 1.0, 0.0, -1.0],
+        ];
+        let at_f2: [[f64; 4]; 2] = [[1.0, 1.0, 1.0, 0.0], [0.0, 1.0, -1.0, -1.0]];
+        let bt_f4: [[f64; 6]; 6] = [
+            [1.0, 0.0, -4.25, 0.0, 1.0, 0.0],
+            [0.0, -2.0, -4.0, 0.5, 1.0, 0.0],
+            [0.0, 2.0, -4.0, -0.5, 1.0, 0.0],
+            [0.0, -0.5, -0.25, 2.0, 1.0, 0.0],
+            [0.0, 0.5, -0.25, -2.0, 1.0, 0.0],
+            [0.0, 1.0, 0.0, -4.25, 0.0, 1.0],
+        ];
+        let at_f4: [[f64; 6]; 4] = [
+            [1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
+            [0.0, 0.5, -0.5, 2.0, -2.0, 0.0],
+            [0.0, 0.25, 0.25, 4.0, 4.0, 0.0],
+            [0.0, 0.125, -0.125, 8.0, -8.0, 1.0],
+        ];
+        let bt: [&[&[f64]]; 2] = [
+            &bt_f2.iter().map(|r| &r[..]).collect::<Vec<_>>(),
+            &bt_f4.iter().map(|r| &r[..]).collect::<Vec<_>>(),
+        ];
+        let at: [&[&[f64]]; 2] = [
+            &at_f2.iter().map(|r| &r[..]).collect::<Vec<_>>(),
+            &at_f4.iter().map(|r| &r[..]).collect::<Vec<_>>(),
+        ];
+        for (t, tile) in [WinogradTile::F2, WinogradTile::F4].into_iter().enumerate() {
+            let g = tile.g();
+            let n = g.len();
+            for tap in 0..3 {
+                for input in 0..n {
+                    // y_i = Σ_j Aᵀ[i][j] · (G·e_tap)_j · (Bᵀ·e_input)_j, and directly
+                    // y_i = [input == i + tap].
+                    for (i, row) in at[t].iter().enumerate() {
+                        let y: f64 = (0..n).map(|j| row[j] * g[j][tap] * bt[t][j][input]).sum();
+                        let want = if input == i + tap { 1.0 } else { 0.0 };
+                        assert!(
+                            (y - want).abs() < 1e-12,
+                            "{tile:?} tap {tap} input {input} output {i}: {y}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn weight_points_are_point_major() {
+        // 2 outputs, 1 input; output 1's taps are all 0 but the centre, 1.
+        let mut weights = vec![0.0; 18];
+        weights[9 + 4] = 1.0;
+        let u = WinogradTile::F2.weight_points(&weights, 2, 1);
+        assert_eq!(u.len(), 16 * 2);
+        // Point (a, b) of output 1 is (G·e₁)_a·(G·e₁)_b: G's middle column is 0, ½, −½, 0.
+        let middle = [0.0, 0.5, -0.5, 0.0];
+        for a in 0..4 {
+            for b in 0..4 {
+                assert_eq!(u[(a * 4 + b) * 2 + 1], (middle[a] * middle[b]) as f32);
+                assert_eq!(u[(a * 4 + b) * 2], 0.0);
+            }
+        }
+    }
+}

@@ -1,0 +1,418 @@
+//! Checks of the Winograd convolution kernels (`hip/winograd.hip`, with the host's weight
+//! transform and the device's batched product) against the direct 3×3 convolution in f64,
+//! written from its definition (lc0's: `out[k][s] = Σ_c Σ_tap w[k][c][tap] · x[c][s + offset]`,
+//! zero off the board), for both output tiles. Every buffer a kernel writes is poisoned (NaN)
+//! first, so a point or output left unwritten fails the check.
+
+// Index loops are the point of a reference written from the definition.
+#![allow(clippy::needless_range_loop)]
+
+use lc0rs::gpu::kernels::{WinogradTile, activation_code, launchers};
+use lc0rs::gpu::{BatchedProduct, DevicePtr, GpuBuffer, GpuDevice, Launch};
+use lc0rs::weights::format::Activation;
+
+use super::gpu::{activate_f64, worse};
+use super::kernels::{download, poisoned, random_f16, upload};
+
+const TILES: [WinogradTile; 2] = [WinogradTile::F2, WinogradTile::F4];
+
+/// The largest error a check allows, relative to the result's root mean square: the direct
+/// convolution in fp16 stays near 1e-3 (the output's rounding), F(2×2) within a few times
+/// that, F(4×4), whose transforms round at values up to tens of times larger, within ten.
+fn tolerance(tile: WinogradTile) -> f64 {
+    match tile {
+        WinogradTile::F2 => 6e-3,
+        WinogradTile::F4 => 5e-2,
+    }
+}
+
+/// The direct convolution of square-major `x` (`[batch·64][inputs]`) with `w[k][c][tap]`, in
+/// f64, square-major (`[batch·64][outputs]`), plus `bias`.
+fn conv3x3_f64(x: &[f32], batch: usize, inputs: usize, w: &[f32], bias: &[f32]) -> Vec<f64> {
+    let outputs = bias.len();
+    let mut out = vec![0.0f64; batch * 64 * outputs];
+    for b in 0..batch {
+        for s in 0..64i32 {
+            let (rank, file) = (s / 8, s % 8);
+            for k in 0..outputs {
+                let mut sum = f64::from(bias[k]);
+                for tap in 0..9i32 {
+                    let (r, f) = (rank + tap / 3 - 1, file + tap % 3 - 1);
+                    if !((0..8).contains(&r) && (0..8).contains(&f)) {
+                        continue;
+                    }
+                    let row = (b * 64 + (r * 8 + f) as usize) * inputs;
+                    for c in 0..inputs {
+                        sum += f64::from(w[(k * inputs + c) * 9 + tap as usize])
+                            * f64::from(x[row + c]);
+                    }
+                }
+                out[(b * 64 + s as usize) * outputs + k] = sum;
+            }
+        }
+    }
+    out
+}
+
+/// The largest error of `got` against `want`, relative to `want`'s root mean square.
+fn max_error(got: &[f32], want: &[f64]) -> f64 {
+    let rms = (want.iter().map(|t| t * t).sum::<f64>() / want.len() as f64).sqrt();
+    got.iter()
+        .zip(want)
+        .fold(0.0, |w, (&g, &t)| worse(w, (f64::from(g) - t).abs() / rms))
+}
+
+/// One convolution's weights on the device: random taps, their Winograd points and a bias.
+struct Conv {
+    taps: Vec<f32>,
+    bias: Vec<f32>,
+    points: GpuBuffer,
+    bias_gpu: GpuBuffer,
+    inputs: usize,
+}
+
+impl Conv {
+    /// Taps scaled so that an output's root mean square is about twice an input's.
+    fn random(
+        device: &dyn GpuDevice,
+        tile: WinogradTile,
+        (inputs, outputs): (usize, usize),
+        seed: u64,
+    ) -> Self {
+        let scale = 3.0 / ((9 * inputs) as f32).sqrt();
+        let taps = random_f16(outputs * inputs * 9, seed, scale);
+        let bias = random_f16(outputs, seed + 1, 0.5);
+        let points = upload(device, &tile.weight_points(&taps, outputs, inputs));
+        let bias_gpu = upload(device, &bias);
+        Self {
+            taps,
+            bias,
+            points,
+            bias_gpu,
+            inputs,
+        }
+    }
+
+    fn outputs(&self) -> usize {
+        self.bias.len()
+    }
+
+    /// The products of every point from the points in `v` into `m`, on the device.
+    fn products(
+        &self,
+        device: &dyn GpuDevice,
+        tile: WinogradTile,
+        v: &GpuBuffer,
+        m: &GpuBuffer,
+        batch: usize,
+    ) {
+        let (tiles, c, k) = (tile.tiles_per_board() * batch, self.inputs, self.outputs());
+        // SAFETY: v holds points × tiles × C values, m room for points × tiles × K, the
+        // weights points × K × C.
+        unsafe {
+            device.batched_product(&BatchedProduct {
+                batch: tile.points(),
+                m: tiles,
+                n: k,
+                k: c,
+                alpha: 1.0,
+                a: v.ptr(),
+                lda: c,
+                stride_a: tiles * c,
+                b: self.points.ptr(),
+                ldb: c,
+                stride_b: k * c,
+                b_transposed: false,
+                c: m.ptr(),
+                ldc: k,
+                stride_c: tiles * k,
+            })
+        }
+        .unwrap();
+    }
+}
+
+/// `winograd_input` of `x` (`batch × 64` rows of `channels`) into a fresh poisoned buffer
+/// sized for `widest` channels.
+fn input_points(
+    device: &dyn GpuDevice,
+    tile: WinogradTile,
+    x: &GpuBuffer,
+    channels: usize,
+    widest: usize,
+    batch: usize,
+) -> GpuBuffer {
+    let v = poisoned(
+        device,
+        tile.points() * tile.tiles_per_board() * batch * widest,
+    );
+    // SAFETY: x holds `batch × 64 × channels` halves, v the points of `widest ≥ channels`.
+    unsafe {
+        launchers::winograd_input(
+            device,
+            tile.kernels().0,
+            Launch::elements(batch * channels),
+            x.ptr(),
+            channels as i32,
+            v.ptr(),
+            batch as i32,
+        )
+    }
+    .unwrap();
+    v
+}
+
+/// `winograd_output` of `m` (`conv`'s products) with `act`, the skip from `residual` (updated in
+/// place) or none, into `out` where given and the next convolution's points `v` where given.
+#[allow(clippy::too_many_arguments)]
+fn output(
+    device: &dyn GpuDevice,
+    tile: WinogradTile,
+    (m, conv): (&GpuBuffer, &Conv),
+    act: Activation,
+    residual: Option<DevicePtr>,
+    out: Option<DevicePtr>,
+    v: Option<DevicePtr>,
+    batch: usize,
+) {
+    // SAFETY: m holds the products of `batch` boards of K channels; the residual, out and v
+    // buffers are the callers', sized for them.
+    unsafe {
+        launchers::winograd_output(
+            device,
+            tile.kernels().1,
+            Launch::elements(batch * conv.outputs()),
+            m.ptr(),
+            conv.outputs() as i32,
+            conv.bias_gpu.ptr(),
+            residual,
+            activation_code(act),
+            out,
+            v,
+            batch as i32,
+        )
+    }
+    .unwrap();
+}
+
+/// The input transform, the products and the output transform with a skip and Mish against
+/// `act(conv(x) + bias + residual)`; then the output transform's points for the next
+/// convolution, through a second convolution, against the direct convolution of the first
+/// one's (fp16) output.
+pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
+    // Channel counts below and above a warp, the 112 input planes, and odd widths.
+    for tile in TILES {
+        for (case, &(batch, c, k, k2)) in [
+            (2usize, 16usize, 24usize, 8usize),
+            (1, 112, 32, 32),
+            (3, 5, 7, 3),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let seed = 900 + 20 * case as u64;
+            let x = random_f16(batch * 64 * c, seed, 2.0);
+            let residual = random_f16(batch * 64 * k, seed + 2, 2.0);
+            let first = Conv::random(device, tile, (c, k), seed + 4);
+            let second = Conv::random(device, tile, (k, k2), seed + 6);
+            let x_gpu = upload(device, &x);
+            let stream = upload(device, &residual);
+            let v = input_points(device, tile, &x_gpu, c, c.max(k), batch);
+            let m = poisoned(
+                device,
+                tile.points() * tile.tiles_per_board() * batch * k.max(k2),
+            );
+            first.products(device, tile, &v, &m, batch);
+            let (s, vp) = (stream.ptr(), v.ptr());
+            output(
+                device,
+                tile,
+                (&m, &first),
+                Activation::Mish,
+                Some(s),
+                Some(s),
+                Some(vp),
+                batch,
+            );
+            let got = download(device, &stream, batch * 64 * k);
+            let want: Vec<f64> = conv3x3_f64(&x, batch, c, &first.taps, &first.bias)
+                .iter()
+                .zip(&residual)
+                .map(|(&y, &r)| activate_f64(Activation::Mish, y + f64::from(r)))
+                .collect();
+            let error = max_error(&got, &want);
+            assert!(
+                error < tolerance(tile),
+                "{tile:?} case {case}: max error {error:.2e}"
+            );
+
+            let out2 = poisoned(device, batch * 64 * k2);
+            second.products(device, tile, &v, &m, batch);
+            output(
+                device,
+                tile,
+                (&m, &second),
+                Activation::Identity,
+                None,
+                Some(out2.ptr()),
+                None,
+                batch,
+            );
+            let got2 = download(device, &out2, batch * 64 * k2);
+            let want2 = conv3x3_f64(&got, batch, k, &second.taps, &second.bias);
+            let error2 = max_error(&got2, &want2);
+            assert!(
+                error2 < tolerance(tile),
+                "{tile:?} case {case}, next convolution: max error {error2:.2e}"
+            );
+            eprintln!(
+                "winograd {tile:?} case {case} ({batch} × {c} → {k} → {k2}): max error {error:.2e}, next {error2:.2e}"
+            );
+        }
+    }
+}
+
+/// Squeeze-excitation in f64 (lc0's scale-and-bias form) over `y` (`[batch·64][C]`, the
+/// convolution's output with its bias): `act(sigmoid(γ)·y + β + x)`.
+#[allow(clippy::too_many_arguments)]
+fn se_f64(
+    y: &[f64],
+    x: &[f32],
+    batch: usize,
+    channels: usize,
+    (w1, b1): (&[f32], &[f32]),
+    (w2, b2): (&[f32], &[f32]),
+    act: Activation,
+) -> Vec<f64> {
+    let se = b1.len();
+    let mut out = vec![0.0; y.len()];
+    for b in 0..batch {
+        let at = |s: usize, c: usize| (b * 64 + s) * channels + c;
+        let pooled: Vec<f64> = (0..channels)
+            .map(|c| (0..64).map(|s| y[at(s, c)]).sum::<f64>() / 64.0)
+            .collect();
+        let hidden: Vec<f64> = (0..se)
+            .map(|j| {
+                let dot: f64 = (0..channels)
+                    .map(|c| f64::from(w1[j * channels + c]) * pooled[c])
+                    .sum();
+                activate_f64(act, dot + f64::from(b1[j]))
+            })
+            .collect();
+        let gates: Vec<f64> = (0..2 * channels)
+            .map(|k| {
+                (0..se)
+                    .map(|j| f64::from(w2[k * se + j]) * hidden[j])
+                    .sum::<f64>()
+                    + f64::from(b2[k])
+            })
+            .collect();
+        for s in 0..64 {
+            for c in 0..channels {
+                let scale = 1.0 / (1.0 + (-gates[c]).exp());
+                out[at(s, c)] = activate_f64(
+                    act,
+                    scale * y[at(s, c)] + gates[channels + c] + f64::from(x[at(s, c)]),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// A block's second convolution with squeeze-excitation and the skip (`winograd_se_output`)
+/// against the direct convolution and SE in f64, then its points for the next convolution.
+/// Blocks of 64 threads, so that channels beyond the block's threads loop.
+pub fn check_winograd_se(device: &dyn GpuDevice) {
+    for tile in TILES {
+        for (case, &(batch, channels, se, act)) in [
+            (2usize, 16usize, 4usize, Activation::Mish),
+            (1, 72, 40, Activation::Relu),
+            (2, 130, 70, Activation::Mish),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let seed = 1000 + 20 * case as u64;
+            let input = random_f16(batch * 64 * channels, seed, 2.0);
+            let x = random_f16(batch * 64 * channels, seed + 1, 2.0);
+            let conv = Conv::random(device, tile, (channels, channels), seed + 2);
+            let next = Conv::random(device, tile, (channels, 8), seed + 4);
+            let w1 = random_f16(se * channels, seed + 6, 0.3);
+            let b1 = random_f16(se, seed + 7, 0.2);
+            let w2 = random_f16(2 * channels * se, seed + 8, 0.3);
+            let b2 = random_f16(2 * channels, seed + 9, 0.2);
+            let se_gpu: Vec<GpuBuffer> = [&w1, &b1, &w2, &b2]
+                .iter()
+                .map(|v| upload(device, v))
+                .collect();
+            let (input_gpu, x_gpu) = (upload(device, &input), upload(device, &x));
+            let v = input_points(device, tile, &input_gpu, channels, channels, batch);
+            let m = poisoned(
+                device,
+                tile.points() * tile.tiles_per_board() * batch * channels,
+            );
+            let scratch = poisoned(device, batch * 64 * channels);
+            conv.products(device, tile, &v, &m, batch);
+            let launch = Launch {
+                grid: [batch as u32, 1, 1],
+                block: [64, 1, 1],
+                shared_bytes: ((3 * channels + se) * 4) as u32,
+            };
+            // SAFETY: m holds the products of `batch` boards of `channels`, scratch and x
+            // `batch × 64 × channels` halves, the SE weights their shapes, v the next points.
+            unsafe {
+                launchers::winograd_se_output(
+                    device,
+                    tile.kernels().2,
+                    launch,
+                    m.ptr(),
+                    channels as i32,
+                    conv.bias_gpu.ptr(),
+                    scratch.ptr(),
+                    x_gpu.ptr(),
+                    se_gpu[0].ptr(),
+                    se_gpu[1].ptr(),
+                    se as i32,
+                    se_gpu[2].ptr(),
+                    se_gpu[3].ptr(),
+                    activation_code(act),
+                    Some(v.ptr()),
+                    batch as i32,
+                )
+            }
+            .unwrap();
+            let got = download(device, &x_gpu, batch * 64 * channels);
+            let y = conv3x3_f64(&input, batch, channels, &conv.taps, &conv.bias);
+            let want = se_f64(&y, &x, batch, channels, (&w1, &b1), (&w2, &b2), act);
+            let error = max_error(&got, &want);
+            assert!(
+                error < tolerance(tile),
+                "{tile:?} case {case}: max error {error:.2e}"
+            );
+
+            let out = poisoned(device, batch * 64 * 8);
+            next.products(device, tile, &v, &m, batch);
+            output(
+                device,
+                tile,
+                (&m, &next),
+                Activation::Identity,
+                None,
+                Some(out.ptr()),
+                None,
+                batch,
+            );
+            let got2 = download(device, &out, batch * 64 * 8);
+            let want2 = conv3x3_f64(&got, batch, channels, &next.taps, &next.bias);
+            let error2 = max_error(&got2, &want2);
+            assert!(
+                error2 < tolerance(tile),
+                "{tile:?} case {case}, next convolution: max error {error2:.2e}"
+            );
+            eprintln!(
+                "winograd_se_output {tile:?} case {case} ({batch} × {channels}, se {se}, {act:?}): max error {error:.2e}, next {error2:.2e}"
+            );
+        }
+    }
+}
