@@ -10,8 +10,11 @@
 // src/backend/executor/tower/weights.rs's words: F(2×2) on the points 0, ±1, ∞; F(4×4) on
 // 0, ±1/2, ±2, ∞, whose fp16 error is two thirds of the usual 0, ±1, ±2's.
 //
-// Each thread owns one channel of one board: it reads or writes a channel's 64 squares and its
-// tiles' points, with neighbouring threads on neighbouring channels (coalesced accesses).
+// Each thread owns one tile of one channel of one board, neighbouring threads neighbouring
+// channels (coalesced accesses). An output transform writes its tile's squares, and the
+// next convolution's input transform of the same tile reads the squares around it, written by
+// the threads of the neighbouring tiles: the kernels that do both hold every tile of a board's
+// channels in one block and synchronise between the two.
 
 template <int M>
 struct Winograd;
@@ -50,108 +53,114 @@ struct Winograd<4> {
   }
 };
 
-// The points of channel c of `board` from its 64 squares, into `v` (`tiles`: of the batch).
+// The points of tile `tile` of channel c of `board` from the square-major `x` ([batch·64][C]),
+// into `v` ([points][tiles][C], `tiles`: of the whole batch).
 template <int M>
-static __device__ __forceinline__ void winograd_points_from_board(const float board_values[64], __half* __restrict__ v,
-                                                                  long tiles, int channels, long board, int c) {
+static __device__ __forceinline__ void winograd_tile_points(const __half* x, int channels, long board, int tile,
+                                                            int c, __half* __restrict__ v, long tiles) {
   constexpr int N = M + 2, SIDE = 8 / M;
+  const int rank0 = M * (tile / SIDE) - 1, file0 = M * (tile % SIDE) - 1;
+  const __half* squares = x + board * 64 * channels + c;
+  float columns[N][N];  // columns[b] = Bᵀ · (column b of the neighbourhood)
 #pragma unroll
-  for (int tile = 0; tile < SIDE * SIDE; ++tile) {
-    const int rank0 = M * (tile / SIDE) - 1, file0 = M * (tile % SIDE) - 1;
-    float columns[N][N];  // columns[b] = Bᵀ · (column b of the neighbourhood)
-#pragma unroll
-    for (int b = 0; b < N; ++b) {
-      float d[N];
-#pragma unroll
-      for (int a = 0; a < N; ++a) {
-        const int r = rank0 + a, f = file0 + b;
-        d[a] = (r >= 0 && r < 8 && f >= 0 && f < 8) ? board_values[r * 8 + f] : 0.f;
-      }
-      Winograd<M>::bt(d, columns[b]);
-    }
-    __half* out = v + (board * SIDE * SIDE + tile) * channels + c;
+  for (int b = 0; b < N; ++b) {
+    float d[N];
 #pragma unroll
     for (int a = 0; a < N; ++a) {
-      float row[N], t[N];
-#pragma unroll
-      for (int b = 0; b < N; ++b) row[b] = columns[b][a];
-      Winograd<M>::bt(row, t);
-#pragma unroll
-      for (int b = 0; b < N; ++b) out[(long)(a * N + b) * tiles * channels] = __float2half(t[b]);
+      const int r = rank0 + a, f = file0 + b;
+      d[a] = (r >= 0 && r < 8 && f >= 0 && f < 8) ? __half2float(squares[(r * 8 + f) * channels]) : 0.f;
     }
+    Winograd<M>::bt(d, columns[b]);
+  }
+  __half* out = v + (board * SIDE * SIDE + tile) * channels + c;
+#pragma unroll
+  for (int a = 0; a < N; ++a) {
+    float row[N], t[N];
+#pragma unroll
+    for (int b = 0; b < N; ++b) row[b] = columns[b][a];
+    Winograd<M>::bt(row, t);
+#pragma unroll
+    for (int b = 0; b < N; ++b) out[(long)(a * N + b) * tiles * channels] = __float2half(t[b]);
   }
 }
 
-// Channel c of `board`'s 64 output squares from its tiles' points in `m` (Aᵀ·M·A).
+// Tile `tile` of channel c of `board` from its points in `m` (Aᵀ·M·A): values[i·M + j] is
+// the square (rank0 + i, file0 + j).
 template <int M>
-static __device__ __forceinline__ void winograd_board_from_points(const __half* __restrict__ m, long tiles,
-                                                                  int channels, long board, int c,
-                                                                  float board_values[64]) {
+static __device__ __forceinline__ void winograd_tile_squares(const __half* __restrict__ m, long tiles, int channels,
+                                                             long board, int tile, int c, float values[M * M]) {
   constexpr int N = M + 2, SIDE = 8 / M;
+  const __half* in = m + (board * SIDE * SIDE + tile) * channels + c;
+  float columns[N][M];  // columns[b] = Aᵀ · (column b of the tile's points)
 #pragma unroll
-  for (int tile = 0; tile < SIDE * SIDE; ++tile) {
-    const __half* in = m + (board * SIDE * SIDE + tile) * channels + c;
-    float columns[N][M];  // columns[b] = Aᵀ · (column b of the tile's points)
+  for (int b = 0; b < N; ++b) {
+    float p[N];
 #pragma unroll
-    for (int b = 0; b < N; ++b) {
-      float p[N];
+    for (int a = 0; a < N; ++a) p[a] = __half2float(in[(long)(a * N + b) * tiles * channels]);
+    Winograd<M>::at(p, columns[b]);
+  }
 #pragma unroll
-      for (int a = 0; a < N; ++a) p[a] = __half2float(in[(long)(a * N + b) * tiles * channels]);
-      Winograd<M>::at(p, columns[b]);
-    }
-    const int rank0 = M * (tile / SIDE), file0 = M * (tile % SIDE);
+  for (int i = 0; i < M; ++i) {
+    float row[N], o[M];
 #pragma unroll
-    for (int i = 0; i < M; ++i) {
-      float row[N], o[M];
+    for (int b = 0; b < N; ++b) row[b] = columns[b][i];
+    Winograd<M>::at(row, o);
 #pragma unroll
-      for (int b = 0; b < N; ++b) row[b] = columns[b][i];
-      Winograd<M>::at(row, o);
-#pragma unroll
-      for (int j = 0; j < M; ++j) board_values[(rank0 + i) * 8 + file0 + j] = o[j];
-    }
+    for (int j = 0; j < M; ++j) values[i * M + j] = o[j];
   }
 }
 
-// The input transform of a convolution's input x ([batch·64][C]) into v ([points][tiles][C]).
+// The row of square j of a tile's M × M: (rank0 + j / M) · 8 + file0 + j % M.
+template <int M>
+static __device__ __forceinline__ int winograd_square(int tile, int j) {
+  constexpr int SIDE = 8 / M;
+  return (M * (tile / SIDE) + j / M) * 8 + M * (tile % SIDE) + j % M;
+}
+
+// The input transform of a convolution's input x ([batch·64][C]) into v, a thread per tile
+// and channel.
 template <int M>
 static __device__ void winograd_input(const __half* __restrict__ x, int channels, __half* __restrict__ v, int batch) {
-  const long tiles = (64L / (M * M)) * batch, total = (long)batch * channels;
+  constexpr int TILES = 64 / (M * M);
+  const long tiles = (long)TILES * batch, total = tiles * channels;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
     const int c = (int)(i % channels);
-    const long board = i / channels;
-    float values[64];
-#pragma unroll
-    for (int s = 0; s < 64; ++s) values[s] = __half2float(x[(board * 64 + s) * channels + c]);
-    winograd_points_from_board<M>(values, v, tiles, channels, board, c);
+    const long tile = i / channels;
+    winograd_tile_points<M>(x, channels, tile / TILES, (int)(tile % TILES), c, v, tiles);
   }
 }
 
+// Channels of a board per block of `winograd_output`: with every tile of each, 128 threads.
+#define WINOGRAD_OUTPUT_THREADS 128
+
 // The output transform of a convolution's products m ([points][tiles][K]), then
-// y = act(out + bias (+ residual)): written to `out` ([batch·64][K]) where given, and
-// transformed into `v` (the next convolution's input points) where given. `residual` may be
-// `out` itself (a block's skip, updated in place: each thread reads its values before it
-// writes them).
+// y = act(out + bias (+ residual)) written to `out` ([batch·64][K]) and, where `v` is given,
+// transformed into v (the next convolution's input points) from `out`. `residual` may be `out`
+// itself (a block's skip, updated in place: each thread reads its squares before it writes
+// them). Block (group, board) holds every tile of channels group·G … + G − 1 (G = 128 / tiles
+// per board), tile-major.
 template <int M>
 static __device__ void winograd_output(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
                                        const __half* residual, int act, __half* out, __half* __restrict__ v, int batch) {
-  const long tiles = (64L / (M * M)) * batch, total = (long)batch * channels;
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
-    const int c = (int)(i % channels);
-    const long board = i / channels;
-    float values[64];
-    winograd_board_from_points<M>(m, tiles, channels, board, c, values);
+  constexpr int TILES = 64 / (M * M), GROUP = WINOGRAD_OUTPUT_THREADS / TILES;
+  const long board = blockIdx.y, tiles = (long)TILES * batch;
+  const int tile = threadIdx.x / GROUP, c = blockIdx.x * GROUP + threadIdx.x % GROUP;
+  const bool mine = c < channels && tile < TILES;
+  if (mine) {
+    float values[M * M];
+    winograd_tile_squares<M>(m, tiles, channels, board, tile, c, values);
     const float b = __half2float(bias[c]);
 #pragma unroll
-    for (int s = 0; s < 64; ++s) {
-      const long at = (board * 64 + s) * channels + c;
-      float y = values[s] + b;
+    for (int j = 0; j < M * M; ++j) {
+      const long at = (board * 64 + winograd_square<M>(tile, j)) * channels + c;
+      float y = values[j] + b;
       if (residual) y += __half2float(residual[at]);
-      y = activate(y, act);
-      if (out) out[at] = __float2half(y);
-      values[s] = y;
+      out[at] = __float2half(activate(y, act));
     }
-    if (v) winograd_points_from_board<M>(values, v, tiles, channels, board, c);
   }
+  if (!v) return;
+  __syncthreads();
+  if (mine) winograd_tile_points<M>(out, channels, board, tile, c, v, tiles);
 }
 
 // A residual block's end with squeeze-excitation, one block per position: y = out + bias (the
@@ -161,41 +170,39 @@ static __device__ void winograd_output(const __half* __restrict__ m, int channel
 // memory: (C + se + 2C) floats.
 template <int M>
 static __device__ void winograd_se_output(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
-                                          __half* __restrict__ scratch, __half* __restrict__ x,
-                                          const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
-                                          const __half* __restrict__ w2, const __half* __restrict__ b2, int act,
-                                          __half* __restrict__ v, int batch) {
+                                          __half* __restrict__ scratch, __half* x, const __half* __restrict__ w1,
+                                          const __half* __restrict__ b1, int se, const __half* __restrict__ w2,
+                                          const __half* __restrict__ b2, int act, __half* __restrict__ v, int batch) {
+  constexpr int TILES = 64 / (M * M);
   DYNAMIC_SHARED(float, shared);
   float* pooled = shared;
   float* hidden = pooled + channels;
   float* gates = hidden + se;
-  const long board = blockIdx.x, tiles = (64L / (M * M)) * batch;
-  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
-    float values[64];
-    winograd_board_from_points<M>(m, tiles, channels, board, c, values);
+  const long board = blockIdx.x, tiles = (long)TILES * batch, base = board * 64 * channels;
+  const int items = TILES * channels;
+  for (int i = threadIdx.x; i < items; i += blockDim.x) {
+    const int c = i % channels, tile = i / channels;
+    float values[M * M];
+    winograd_tile_squares<M>(m, tiles, channels, board, tile, c, values);
     const float b = __half2float(bias[c]);
-    float sum = 0.f;
 #pragma unroll
-    for (int s = 0; s < 64; ++s) {
-      const float y = values[s] + b;
-      sum += y;
-      scratch[(board * 64 + s) * channels + c] = __float2half(y);
-    }
+    for (int j = 0; j < M * M; ++j) scratch[base + winograd_square<M>(tile, j) * channels + c] = __float2half(values[j] + b);
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+    float sum = 0.f;
+    for (int s = 0; s < 64; ++s) sum += __half2float(scratch[base + s * channels + c]);
     pooled[c] = sum / 64.f;
   }
   se_gates(pooled, hidden, gates, channels, w1, b1, se, w2, b2, act);
-  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
-    const float scale = 1.f / (1.f + expf(-gates[c])), shift = gates[channels + c];
-    float values[64];
-#pragma unroll
-    for (int s = 0; s < 64; ++s) {
-      const long at = (board * 64 + s) * channels + c;
-      const float y = activate(scale * __half2float(scratch[at]) + shift + __half2float(x[at]), act);
-      x[at] = __float2half(y);
-      values[s] = y;
-    }
-    if (v) winograd_points_from_board<M>(values, v, tiles, channels, board, c);
+  for (int i = threadIdx.x; i < 64 * channels; i += blockDim.x) {
+    const int c = i % channels;
+    const float scale = 1.f / (1.f + expf(-gates[c]));
+    x[base + i] = __float2half(activate(scale * __half2float(scratch[base + i]) + gates[channels + c] + __half2float(x[base + i]), act));
   }
+  if (!v) return;
+  __syncthreads();
+  for (int i = threadIdx.x; i < items; i += blockDim.x) winograd_tile_points<M>(x, channels, board, i / channels, i % channels, v, tiles);
 }
 
 // The entry points, per output tile (F(2×2, 3×3) and F(4×4, 3×3)).

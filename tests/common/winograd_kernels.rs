@@ -163,7 +163,7 @@ fn input_points(
 }
 
 /// `winograd_output` of `m` (`conv`'s products) with `act`, the skip from `residual` (updated in
-/// place) or none, into `out` where given and the next convolution's points `v` where given.
+/// place) or none, into `out` and the next convolution's points `v` where given.
 #[allow(clippy::too_many_arguments)]
 fn output(
     device: &dyn GpuDevice,
@@ -171,7 +171,7 @@ fn output(
     (m, conv): (&GpuBuffer, &Conv),
     act: Activation,
     residual: Option<DevicePtr>,
-    out: Option<DevicePtr>,
+    out: DevicePtr,
     v: Option<DevicePtr>,
     batch: usize,
 ) {
@@ -181,7 +181,7 @@ fn output(
         launchers::winograd_output(
             device,
             tile.kernels().1,
-            Launch::elements(batch * conv.outputs()),
+            tile.output_launch(batch, conv.outputs()),
             m.ptr(),
             conv.outputs() as i32,
             conv.bias_gpu.ptr(),
@@ -230,7 +230,7 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
                 (&m, &first),
                 Activation::Mish,
                 Some(s),
-                Some(s),
+                s,
                 Some(vp),
                 batch,
             );
@@ -254,7 +254,7 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
                 (&m, &second),
                 Activation::Identity,
                 None,
-                Some(out2.ptr()),
+                out2.ptr(),
                 None,
                 batch,
             );
@@ -399,7 +399,7 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                 (&m, &next),
                 Activation::Identity,
                 None,
-                Some(out.ptr()),
+                out.ptr(),
                 None,
                 batch,
             );

@@ -292,14 +292,15 @@ launchers! { SHARED;
         batch: i32,
     );
     /// A 3×3 convolution's Winograd products to its output: bias, the residual where given,
-    /// the activation, written where given and transformed for the next convolution where given.
+    /// the activation, written to `out` and transformed from it for the next convolution where
+    /// given.
     winograd_output [WinogradOutput: F2 = winograd_output_f2, F4 = winograd_output_f4](
         m: DevicePtr,
         channels: i32,
         bias: DevicePtr,
         residual: Option<DevicePtr>,
         act: i32,
-        out: Option<DevicePtr>,
+        out: DevicePtr,
         v: Option<DevicePtr>,
         batch: i32,
     );

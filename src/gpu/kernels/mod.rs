@@ -15,7 +15,7 @@ pub use self::attention::{
 };
 pub use self::layer_norm::{WARP_NORM_MAX_COLS, layer_norm_warp_kernel};
 pub use self::matrix::{MatrixForm, amd_matrix_form, matrix_kernel_names};
-pub use self::winograd::WinogradTile;
+pub use self::winograd::{WINOGRAD_OUTPUT_THREADS, WINOGRAD_SE_THREADS, WinogradTile};
 
 use self::launchers::{DenseMma, NormDense};
 use super::Launch;

@@ -3,6 +3,14 @@
 //! the host (it must match the kernels' `Bᵀ` and `Aᵀ`, whose points it shares).
 
 use super::launchers::{WinogradInput, WinogradOutput, WinogradSeOutput};
+use crate::gpu::Launch;
+
+/// Threads per block of `winograd_output` (`WINOGRAD_OUTPUT_THREADS` in hip/winograd.hip):
+/// every tile of `128 / tiles per board` channels of one board.
+pub const WINOGRAD_OUTPUT_THREADS: u32 = 128;
+
+/// Threads per block of `winograd_se_output` (one block per position).
+pub const WINOGRAD_SE_THREADS: u32 = 256;
 
 /// The output tile of a Winograd F(m×m, 3×3) convolution: m = 2 or 4.
 ///
@@ -60,6 +68,16 @@ impl WinogradTile {
         }
     }
 
+    /// The launch of `winograd_output` over `batch` boards of `channels` channels.
+    pub fn output_launch(self, batch: usize, channels: usize) -> Launch {
+        let group = WINOGRAD_OUTPUT_THREADS as usize / self.tiles_per_board();
+        Launch {
+            grid: [channels.div_ceil(group) as u32, batch as u32, 1],
+            block: [WINOGRAD_OUTPUT_THREADS, 1, 1],
+            shared_bytes: 0,
+        }
+    }
+
     /// The tile's members of the three transform kernels.
     pub fn kernels(self) -> (WinogradInput, WinogradOutput, WinogradSeOutput) {
         match self {
@@ -102,6 +120,7 @@ mod tests {
     /// The 1-D F(m, 3) identity the kernels rely on, with their `Bᵀ` and `Aᵀ` written out
     /// again here: `Aᵀ·((G·g) ⊙ (Bᵀ·d)) = (Σₖ gₖ·d_{i+k})ᵢ` for unit inputs and taps.
     #[test]
+    #[allow(clippy::needless_range_loop)] // the identity's indices, as written
     fn the_weight_transform_matches_the_kernels_transforms() {
         let bt_f2: [[f64; 4]; 4] = [
             [1.0, 0.0, -1.0, 0.0],
@@ -150,6 +169,12 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn output_threads_match_the_kernel() {
+        let define = format!("#define WINOGRAD_OUTPUT_THREADS {WINOGRAD_OUTPUT_THREADS}\n");
+        assert!(super::super::source().contains(&define));
     }
 
     #[test]

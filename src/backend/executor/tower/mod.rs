@@ -50,7 +50,7 @@ pub struct TowerBuffers {
     products: Option<GpuBuffer>,
     /// The residual stream `[batch·64][C]`.
     x: GpuBuffer,
-    /// The first convolution's output in a block (and the convolution policy's), gather form.
+    /// The first convolution's output in a block (and the convolution policy's).
     h: GpuBuffer,
     /// The second convolution's output in a block (before its bias in the gather form, with
     /// it in the Winograd form's squeeze-excitation).
@@ -68,7 +68,7 @@ pub struct TowerBuffers {
 fn head_planes(net: &TowerGpu) -> usize {
     let policy = match &net.policy {
         TowerPolicyGpu::Classical { conv, .. } => conv.outputs,
-        TowerPolicyGpu::Convolution { conv2, .. } => conv2.outputs(),
+        TowerPolicyGpu::Convolution { conv2, .. } => conv2.outputs,
         TowerPolicyGpu::Attention(_) => 0,
     };
     let heads = [Some(&net.value), net.moves_left.as_ref()];
@@ -82,15 +82,6 @@ fn head_planes(net: &TowerGpu) -> usize {
 /// A batch's Winograd points per channel: points per tile × tiles.
 fn winograd_points(tile: WinogradTile, batch: usize) -> usize {
     tile.points() * tile.tiles_per_board() * batch
-}
-
-/// The widest output of a 3×3 convolution.
-fn widest_conv3x3_output(net: &TowerGpu) -> usize {
-    match &net.policy {
-        TowerPolicyGpu::Convolution { conv1, conv2, .. } => conv1.outputs().max(conv2.outputs()),
-        _ => 0,
-    }
-    .max(net.filters)
 }
 
 /// The widest per-position dense output a head keeps in fp16 before its last layer.
@@ -123,14 +114,19 @@ impl NetworkPass for TowerPass {
         let half = |elements: usize| device.alloc(elements * HALF);
         let c = net.filters;
         let widest_input = c.max(INPUT_PLANES);
+        // The convolution policy gathers its neighbourhoods in every form.
+        let gathered = match (net.form, &net.policy) {
+            (ConvForm::Gather, _) => rows * TAPS * widest_input,
+            (_, TowerPolicyGpu::Convolution { conv1, .. }) => rows * conv1.inputs,
+            _ => 0,
+        };
         let (columns, products) = match net.form {
-            ConvForm::Gather => (half(rows * TAPS * widest_input)?, None),
-            ConvForm::Winograd(tile) => (
-                half(winograd_points(tile, max_batch) * widest_input)?,
-                Some(half(
-                    winograd_points(tile, max_batch) * widest_conv3x3_output(net),
-                )?),
-            ),
+            ConvForm::Gather => (half(gathered)?, None),
+            ConvForm::Winograd(tile) => {
+                let points = winograd_points(tile, max_batch);
+                let columns = half(gathered.max(points * widest_input))?;
+                (columns, Some(half(points * c)?))
+            }
         };
         Ok(TowerBuffers {
             planes: half(rows * INPUT_PLANES)?,
@@ -201,11 +197,16 @@ impl NetworkPass for TowerPass {
 /// FLOPs and bytes of a 3×3 convolution of `batch` positions: the gather and the GEMM, or the
 /// Winograd GEMMs and output transform.
 fn conv3x3_cost(conv: &Conv3x3Gpu, batch: usize) -> Cost {
-    let rows = batch * SQUARES;
     match conv {
-        Conv3x3Gpu::Gather(d) => pass_cost(rows * d.inputs, 1) + linear_cost(d, rows),
+        Conv3x3Gpu::Gather(d) => gathered_cost(d, batch),
         Conv3x3Gpu::Winograd(w) => winograd::cost(w, batch),
     }
+}
+
+/// FLOPs and bytes of a 3×3 convolution on gathered neighbourhoods: the gather and the GEMM.
+fn gathered_cost(conv: &DenseGpu, batch: usize) -> Cost {
+    let rows = batch * SQUARES;
+    pass_cost(rows * conv.inputs, 1) + linear_cost(conv, rows)
 }
 
 /// The error of a tower whose 3×3 convolutions are not all of one form (never uploaded so).
@@ -404,7 +405,7 @@ impl TowerForward<'_> {
                 linear_cost(conv, rows) + linear_cost(dense, batch)
             }
             TowerPolicyGpu::Convolution { conv1, conv2, .. } => {
-                conv3x3_cost(conv1, batch) + conv3x3_cost(conv2, batch)
+                gathered_cost(conv1, batch) + gathered_cost(conv2, batch)
             }
             TowerPolicyGpu::Attention(head) => head.cost(batch),
         }
@@ -427,23 +428,15 @@ impl TowerForward<'_> {
                     self.gather_policy(b.head_dense.ptr(), POLICY_SIZE, map, batch)
                 }
                 TowerPolicyGpu::Convolution { conv1, conv2, map } => {
-                    match (conv1, conv2) {
-                        (Conv3x3Gpu::Gather(conv1), Conv3x3Gpu::Gather(conv2)) => {
-                            self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act))?;
-                            self.conv3x3(
-                                conv2,
-                                b.h.ptr(),
-                                b.head_planes.ptr(),
-                                batch,
-                                Some(Activation::Identity),
-                            )?;
-                        }
-                        (Conv3x3Gpu::Winograd(conv1), Conv3x3Gpu::Winograd(conv2)) => {
-                            self.winograd_policy_convs((conv1, conv2), batch)?;
-                        }
-                        _ => return Err(mixed_forms()),
-                    }
-                    let planes = conv2.outputs();
+                    self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act))?;
+                    self.conv3x3(
+                        conv2,
+                        b.h.ptr(),
+                        b.head_planes.ptr(),
+                        batch,
+                        Some(Activation::Identity),
+                    )?;
+                    let planes = conv2.outputs;
                     self.gather_policy(b.head_planes.ptr(), SQUARES * planes, map, batch)
                 }
                 TowerPolicyGpu::Attention(head) => {

@@ -1,9 +1,9 @@
 //! A residual tower's weights on the GPU in fp16, rearranged once at upload for the
-//! square-major activations (`[batch·64][C]`) the executor runs on: each 3×3 convolution as
-//! Winograd F(4×4, 3×3) points (`[36][K][C]`) or as a dense `[K][9·C]` layer over the gathered
-//! neighbourhoods (column `tap·C + c`), each 1×1 convolution as a dense `[K][C]` layer, and each
-//! dense layer after a flatten with its inputs in square-major order (the file's are
-//! channel-major, `channel·64 + square`).
+//! square-major activations (`[batch·64][C]`) the executor runs on: each 3×3 convolution of the
+//! tower as Winograd points (`[points][K][C]`) or as a dense `[K][9·C]` layer over the gathered
+//! neighbourhoods (column `tap·C + c`), as the convolution policy's always, each 1×1
+//! convolution as a dense `[K][C]` layer, and each dense layer after a flatten with its inputs
+//! in square-major order (the file's are channel-major, `channel·64 + square`).
 
 use crate::backend::executor::dense::{DenseGpu, dense, upload_f16, upload_i16};
 use crate::backend::executor::policy::PolicyGpu;
@@ -131,14 +131,6 @@ impl Conv3x3Gpu {
             }),
         })
     }
-
-    /// Output channels.
-    pub fn outputs(&self) -> usize {
-        match self {
-            Self::Gather(d) => d.outputs,
-            Self::Winograd(w) => w.outputs,
-        }
-    }
 }
 
 /// A dense layer over the flattened `[64][channels]` planes of a head.
@@ -176,10 +168,14 @@ pub enum TowerPolicyGpu {
         dense: DenseGpu,
         map: GpuBuffer,
     },
-    /// Two 3×3 convolutions, then `policy_gather` through lc0's map.
+    /// Two 3×3 convolutions, then `policy_gather` through lc0's map. They run on gathered
+    /// neighbourhoods in every form: the logits take their errors unsoftened, and Winograd's
+    /// (F(2×2)'s 1.5–2 times the direct convolution's) there doubled the probabilities' largest
+    /// error on Maia 1900 (4.8e-3 against 2.6e-3, 256 positions, `hip-emu`), where in the tower
+    /// it adds a sixth.
     Convolution {
-        conv1: Conv3x3Gpu,
-        conv2: Conv3x3Gpu,
+        conv1: DenseGpu,
+        conv2: DenseGpu,
         map: GpuBuffer,
     },
     Attention(PolicyGpu),
@@ -236,8 +232,8 @@ impl TowerGpu {
                 }
             }
             TowerPolicy::Convolution { conv1, conv2 } => TowerPolicyGpu::Convolution {
-                conv1: conv3x3(conv1)?,
-                conv2: conv3x3(conv2)?,
+                conv1: conv(device, conv1)?,
+                conv2: conv(device, conv2)?,
                 map: upload_i16(device, &square_major_conv_policy_map(conv2.outputs))?,
             },
             TowerPolicy::Attention(head) => {

@@ -6,32 +6,14 @@
 //! next convolution's input transform. A block is thus two GEMMs and two transform kernels;
 //! the transformed points stay in `columns`, the products in `products`.
 
+use super::TowerForward;
 use super::weights::{BlockGpu, WinogradGpu};
-use super::{TowerForward, TowerPolicyGpu};
 use crate::backend::executor::io::HALF;
 use crate::backend::executor::marks::Cost;
 use crate::board::{INPUT_PLANES, SQUARES};
-use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
+use crate::gpu::kernels::{WINOGRAD_SE_THREADS, activation_code, launchers};
 use crate::gpu::{BatchedProduct, DevicePtr, GpuError, GpuResult, Launch};
 use crate::weights::format::Activation;
-
-/// Threads per block of the transforms: each thread does one channel of one board (hundreds of
-/// values), so small blocks spread a small batch over more multiprocessors.
-const TRANSFORM_THREADS: u32 = 64;
-
-/// A transform over `batch` boards of `channels` channels, one thread per board and channel.
-fn per_board_channel(batch: usize, channels: usize) -> Launch {
-    let threads = batch * channels;
-    Launch {
-        grid: [
-            threads.div_ceil(TRANSFORM_THREADS as usize).max(1) as u32,
-            1,
-            1,
-        ],
-        block: [TRANSFORM_THREADS, 1, 1],
-        shared_bytes: 0,
-    }
-}
 
 /// FLOPs and bytes of one Winograd convolution of `batch` positions: the GEMMs (inputs,
 /// weights, products) and the output transform with the next input transform (products read,
@@ -59,12 +41,10 @@ impl TowerForward<'_> {
         Ok((self.b.columns.ptr(), products.ptr()))
     }
 
-    /// Whether a 3×3 convolution reads the residual stream after the input convolution
-    /// (`None`) or after block `i`: the next block's, or the convolution policy's.
+    /// Whether a Winograd convolution reads the residual stream after the input convolution
+    /// (`None`) or after block `i`: the next block's (the policy head's gather their own).
     fn conv_follows(&self, block: Option<usize>) -> bool {
-        let next = block.map_or(0, |i| i + 1);
-        next < self.net.blocks.len()
-            || matches!(self.net.policy, TowerPolicyGpu::Convolution { .. })
+        block.map_or(0, |i| i + 1) < self.net.blocks.len()
     }
 
     /// The products `M_ξ = V_ξ · U_ξᵀ` of every point ξ from the points in `columns`.
@@ -101,18 +81,18 @@ impl TowerForward<'_> {
     }
 
     /// The output transform of `conv`'s products: `y = act(out + bias (+ x))`, written to
-    /// `out` where given (`x` itself with the skip) and transformed into `columns` for the
-    /// next convolution when `next`.
+    /// `out` (`x` itself with the skip) and transformed from there into `columns` for the next
+    /// convolution when `next`.
     ///
     /// # Safety
     /// `TowerForward`'s invariant for `batch`, with `products` holding the convolution's, and
-    /// `out` (where given) one of the lane's buffers of `batch × 64` rows of K channels.
+    /// `out` one of the lane's buffers of `batch × 64` rows of K channels.
     unsafe fn winograd_output(
         &self,
         conv: &WinogradGpu,
         batch: usize,
         (act, skip): (Activation, bool),
-        out: Option<DevicePtr>,
+        out: DevicePtr,
         next: bool,
     ) -> GpuResult<()> {
         let (points, products) = self.winograd_scratch()?;
@@ -122,7 +102,7 @@ impl TowerForward<'_> {
             launchers::winograd_output(
                 self.ops.device,
                 conv.tile.kernels().1,
-                per_board_channel(batch, conv.outputs),
+                conv.tile.output_launch(batch, conv.outputs),
                 products,
                 conv.outputs as i32,
                 conv.bias.ptr(),
@@ -151,7 +131,7 @@ impl TowerForward<'_> {
             launchers::winograd_input(
                 self.ops.device,
                 conv.tile.kernels().0,
-                per_board_channel(batch, INPUT_PLANES),
+                Launch::elements(conv.tile.tiles_per_board() * batch * INPUT_PLANES),
                 self.b.planes.ptr(),
                 INPUT_PLANES as i32,
                 points,
@@ -159,12 +139,13 @@ impl TowerForward<'_> {
             )?;
             self.winograd_products(conv, batch)?;
             let next = self.conv_follows(None);
-            self.winograd_output(conv, batch, (self.act, false), Some(self.b.x.ptr()), next)
+            self.winograd_output(conv, batch, (self.act, false), self.b.x.ptr(), next)
         }
     }
 
     /// Block `i`: `x = act(SE(conv2(act(conv1(x)))) + x)`, or without SE
-    /// `act(conv2(…) + x)`, its input points already in `columns`.
+    /// `act(conv2(…) + x)`, its input points already in `columns`; conv1's output goes to `h`
+    /// (read back by its own output transform for conv2's points), SE's `y` to `y`.
     ///
     /// # Safety
     /// `TowerForward`'s invariant for `batch`.
@@ -183,14 +164,14 @@ impl TowerForward<'_> {
         unsafe {
             self.ops.op("conv1", layer, cost(conv1, batch), || {
                 self.winograd_products(conv1, batch)?;
-                self.winograd_output(conv1, batch, (self.act, false), None, true)
+                self.winograd_output(conv1, batch, (self.act, false), b.h.ptr(), true)
             })?;
             self.ops.op("conv2", layer, cost(conv2, batch), || {
                 self.winograd_products(conv2, batch)
             })?;
             let Some(se) = &block.se else {
                 return self.ops.op("residual+act", layer, Cost::default(), || {
-                    self.winograd_output(conv2, batch, (self.act, true), Some(b.x.ptr()), next)
+                    self.winograd_output(conv2, batch, (self.act, true), b.x.ptr(), next)
                 });
             };
             let squares = (batch * SQUARES * channels) as u64;
@@ -201,11 +182,9 @@ impl TowerForward<'_> {
             self.ops.op("se+residual+act", layer, se_cost, || {
                 let (points, products) = self.winograd_scratch()?;
                 let floats = channels + se.fc1.outputs + se.fc2.outputs;
-                let threads =
-                    (channels.next_multiple_of(64) as u32).clamp(256, SE_RESIDUAL_THREADS);
                 let launch = Launch {
                     grid: [batch as u32, 1, 1],
-                    block: [threads, 1, 1],
+                    block: [WINOGRAD_SE_THREADS, 1, 1],
                     shared_bytes: (floats * size_of::<f32>()) as u32,
                 };
                 launchers::winograd_se_output(
@@ -227,27 +206,6 @@ impl TowerForward<'_> {
                     batch as i32,
                 )
             })
-        }
-    }
-
-    /// The convolution policy's two 3×3 convolutions into `head_planes`, the first one's
-    /// input points already in `columns`.
-    ///
-    /// # Safety
-    /// `TowerForward`'s invariant for `batch`.
-    pub(super) unsafe fn winograd_policy_convs(
-        &self,
-        (conv1, conv2): (&WinogradGpu, &WinogradGpu),
-        batch: usize,
-    ) -> GpuResult<()> {
-        // SAFETY: `head_planes` holds `batch × 64` rows of the widest head's planes (the
-        // invariant).
-        unsafe {
-            self.winograd_products(conv1, batch)?;
-            self.winograd_output(conv1, batch, (self.act, false), None, true)?;
-            self.winograd_products(conv2, batch)?;
-            let out = Some(self.b.head_planes.ptr());
-            self.winograd_output(conv2, batch, (Activation::Identity, false), out, false)
         }
     }
 }
