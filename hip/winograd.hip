@@ -130,21 +130,21 @@ static __device__ void winograd_input(const __half* __restrict__ x, int channels
   }
 }
 
-// Channels of a board per block of `winograd_output`: with every tile of each, 128 threads.
-#define WINOGRAD_OUTPUT_THREADS 128
+// Channels per block of `winograd_output` and `winograd_se_apply`, a warp's worth side by side
+// (coalesced accesses), with every tile of each: 32 · tiles per board threads.
+#define WINOGRAD_CHANNELS 32
 
 // The output transform of a convolution's products m ([points][tiles][K]), then
 // y = act(out + bias (+ residual)) written to `out` ([batch·64][K]) and, where `v` is given,
 // transformed into v (the next convolution's input points) from `out`. `residual` may be `out`
 // itself (a block's skip, updated in place: each thread reads its squares before it writes
-// them). Block (group, board) holds every tile of channels group·G … + G − 1 (G = 128 / tiles
-// per board), tile-major.
+// them). Block (group, board) holds every tile of channels 32·group … + 31, channel-minor.
 template <int M>
 static __device__ void winograd_output(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
                                        const __half* residual, int act, __half* out, __half* __restrict__ v, int batch) {
-  constexpr int TILES = 64 / (M * M), GROUP = WINOGRAD_OUTPUT_THREADS / TILES;
+  constexpr int TILES = 64 / (M * M);
   const long board = blockIdx.y, tiles = (long)TILES * batch;
-  const int tile = threadIdx.x / GROUP, c = blockIdx.x * GROUP + threadIdx.x % GROUP;
+  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = blockIdx.x * WINOGRAD_CHANNELS + threadIdx.x % WINOGRAD_CHANNELS;
   const bool mine = c < channels && tile < TILES;
   if (mine) {
     float values[M * M];
@@ -163,46 +163,49 @@ static __device__ void winograd_output(const __half* __restrict__ m, int channel
   if (mine) winograd_tile_points<M>(out, channels, board, tile, c, v, tiles);
 }
 
-// A residual block's end with squeeze-excitation, one block per position: y = out + bias (the
-// second convolution's output transform, kept in `scratch`, [batch·64][C]), pooled = mean of
-// y over the squares, the gates of `se_gates`, then x = act(sigmoid(γ)·y + β + x), and x
-// transformed into `v` (the next block's first convolution) where given. Dynamic shared
-// memory: (C + se + 2C) floats.
+// Squeeze-excitation after a block's second convolution, `winograd_output`'s block layout:
+// x = act(sigmoid(γ)·y + β + x) with the gates [γ; β] of `se_pool_gates` (`gates`, [batch][2C]),
+// then x transformed into `v` (the next block's first convolution) where given.
 template <int M>
-static __device__ void winograd_se_output(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
-                                          __half* __restrict__ scratch, __half* x, const __half* __restrict__ w1,
-                                          const __half* __restrict__ b1, int se, const __half* __restrict__ w2,
-                                          const __half* __restrict__ b2, int act, __half* __restrict__ v, int batch) {
+static __device__ void winograd_se_apply(const __half* __restrict__ y, const float* __restrict__ gates, int channels,
+                                         __half* x, int act, __half* __restrict__ v, int batch) {
   constexpr int TILES = 64 / (M * M);
-  DYNAMIC_SHARED(float, shared);
-  float* pooled = shared;
-  float* hidden = pooled + channels;
-  float* gates = hidden + se;
-  const long board = blockIdx.x, tiles = (long)TILES * batch, base = board * 64 * channels;
-  const int items = TILES * channels;
-  for (int i = threadIdx.x; i < items; i += blockDim.x) {
-    const int c = i % channels, tile = i / channels;
-    float values[M * M];
-    winograd_tile_squares<M>(m, tiles, channels, board, tile, c, values);
-    const float b = __half2float(bias[c]);
+  const long board = blockIdx.y, tiles = (long)TILES * batch;
+  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = blockIdx.x * WINOGRAD_CHANNELS + threadIdx.x % WINOGRAD_CHANNELS;
+  const bool mine = c < channels && tile < TILES;
+  if (mine) {
+    const float* g = gates + board * 2 * channels;
+    const float scale = 1.f / (1.f + expf(-g[c])), shift = g[channels + c];
 #pragma unroll
-    for (int j = 0; j < M * M; ++j) scratch[base + winograd_square<M>(tile, j) * channels + c] = __float2half(values[j] + b);
-  }
-  __syncthreads();
-  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
-    float sum = 0.f;
-    for (int s = 0; s < 64; ++s) sum += __half2float(scratch[base + s * channels + c]);
-    pooled[c] = sum / 64.f;
-  }
-  se_gates(pooled, hidden, gates, channels, w1, b1, se, w2, b2, act);
-  for (int i = threadIdx.x; i < 64 * channels; i += blockDim.x) {
-    const int c = i % channels;
-    const float scale = 1.f / (1.f + expf(-gates[c]));
-    x[base + i] = __float2half(activate(scale * __half2float(scratch[base + i]) + gates[channels + c] + __half2float(x[base + i]), act));
+    for (int j = 0; j < M * M; ++j) {
+      const long at = (board * 64 + winograd_square<M>(tile, j)) * channels + c;
+      x[at] = __float2half(activate(scale * __half2float(y[at]) + shift + __half2float(x[at]), act));
+    }
   }
   if (!v) return;
   __syncthreads();
-  for (int i = threadIdx.x; i < items; i += blockDim.x) winograd_tile_points<M>(x, channels, board, i / channels, i % channels, v, tiles);
+  if (mine) winograd_tile_points<M>(x, channels, board, tile, c, v, tiles);
+}
+
+// Squeeze-excitation's gates, one block per position: pooled = mean of y ([batch·64][C], the
+// convolution's output with its bias) over the squares, then `se_gates` into
+// gates[position][2C]. Dynamic shared memory: (C + se + 2C) floats.
+KERNEL void se_pool_gates(const __half* __restrict__ y, int channels, const __half* __restrict__ w1,
+                          const __half* __restrict__ b1, int se, const __half* __restrict__ w2,
+                          const __half* __restrict__ b2, int act, float* __restrict__ gates) {
+  PRIOR_KERNELS_DONE();
+  DYNAMIC_SHARED(float, shared);
+  float* pooled = shared;
+  float* hidden = pooled + channels;
+  float* block_gates = hidden + se;
+  const long base = (long)blockIdx.x * 64 * channels;
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
+    float sum = 0.f;
+    for (int s = 0; s < 64; ++s) sum += __half2float(y[base + (long)s * channels + c]);
+    pooled[c] = sum / 64.f;
+  }
+  se_gates(pooled, hidden, block_gates, channels, w1, b1, se, w2, b2, act);
+  for (int k = threadIdx.x; k < 2 * channels; k += blockDim.x) gates[(long)blockIdx.x * 2 * channels + k] = block_gates[k];
 }
 
 // The entry points, per output tile (F(2×2, 3×3) and F(4×4, 3×3)).
@@ -216,11 +219,10 @@ static __device__ void winograd_se_output(const __half* __restrict__ m, int chan
     PRIOR_KERNELS_DONE();                                                                                           \
     winograd_output<M>(m, channels, bias, residual, act, out, v, batch);                                            \
   }                                                                                                                 \
-  KERNEL void winograd_se_output_f##M(const __half* m, int channels, const __half* bias, __half* scratch,           \
-                                      __half* x, const __half* w1, const __half* b1, int se, const __half* w2,      \
-                                      const __half* b2, int act, __half* v, int batch) {                            \
+  KERNEL void winograd_se_apply_f##M(const __half* y, const float* gates, int channels, __half* x, int act,       \
+                                     __half* v, int batch) {                                                        \
     PRIOR_KERNELS_DONE();                                                                                           \
-    winograd_se_output<M>(m, channels, bias, scratch, x, w1, b1, se, w2, b2, act, v, batch);                        \
+    winograd_se_apply<M>(y, gates, channels, x, act, v, batch);                                                     \
   }
 WINOGRAD_ENTRIES(2)
 WINOGRAD_ENTRIES(4)

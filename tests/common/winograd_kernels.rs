@@ -320,9 +320,9 @@ fn se_f64(
     out
 }
 
-/// A block's second convolution with squeeze-excitation and the skip (`winograd_se_output`)
-/// against the direct convolution and SE in f64, then its points for the next convolution.
-/// Blocks of 64 threads, so that channels beyond the block's threads loop.
+/// A block's second convolution with squeeze-excitation and the skip (`winograd_output` into
+/// `y`, `se_pool_gates`, `winograd_se_apply`) against the direct convolution and SE in f64,
+/// then the points `winograd_se_apply` wrote, through the next convolution.
 pub fn check_winograd_se(device: &dyn GpuDevice) {
     for tile in TILES {
         for (case, &(batch, channels, se, act)) in [
@@ -352,36 +352,57 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                 device,
                 tile.points() * tile.tiles_per_board() * batch * channels,
             );
-            let scratch = poisoned(device, batch * 64 * channels);
+            let y = poisoned(device, batch * 64 * channels);
+            let mut gates = device.alloc(batch * 2 * channels * 4).unwrap();
+            gates.fill(device, 0xFF).unwrap(); // f32 NaN
             conv.products(device, tile, &v, &m, batch);
+            output(
+                device,
+                tile,
+                (&m, &conv),
+                Activation::Identity,
+                None,
+                y.ptr(),
+                None,
+                batch,
+            );
+            // Blocks of 64 threads, so that channels beyond the block's threads loop.
             let launch = Launch {
                 grid: [batch as u32, 1, 1],
                 block: [64, 1, 1],
                 shared_bytes: ((3 * channels + se) * 4) as u32,
             };
-            // SAFETY: m holds the products of `batch` boards of `channels`, scratch and x
-            // `batch × 64 × channels` halves, the SE weights their shapes, v the next points.
+            // SAFETY: y and x hold `batch × 64 × channels` halves, gates `batch × 2·channels`
+            // f32, the SE weights their shapes, v the next points.
             unsafe {
-                launchers::winograd_se_output(
+                launchers::se_pool_gates(
                     device,
-                    tile.kernels().2,
                     launch,
-                    m.ptr(),
+                    y.ptr(),
                     channels as i32,
-                    conv.bias_gpu.ptr(),
-                    scratch.ptr(),
-                    x_gpu.ptr(),
                     se_gpu[0].ptr(),
                     se_gpu[1].ptr(),
                     se as i32,
                     se_gpu[2].ptr(),
                     se_gpu[3].ptr(),
                     activation_code(act),
+                    gates.ptr(),
+                )
+                .unwrap();
+                launchers::winograd_se_apply(
+                    device,
+                    tile.kernels().2,
+                    tile.output_launch(batch, channels),
+                    y.ptr(),
+                    gates.ptr(),
+                    channels as i32,
+                    x_gpu.ptr(),
+                    activation_code(act),
                     Some(v.ptr()),
                     batch as i32,
                 )
+                .unwrap();
             }
-            .unwrap();
             let got = download(device, &x_gpu, batch * 64 * channels);
             let y = conv3x3_f64(&input, batch, channels, &conv.taps, &conv.bias);
             let want = se_f64(&y, &x, batch, channels, (&w1, &b1), (&w2, &b2), act);
@@ -411,7 +432,7 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                 "{tile:?} case {case}, next convolution: max error {error2:.2e}"
             );
             eprintln!(
-                "winograd_se_output {tile:?} case {case} ({batch} × {channels}, se {se}, {act:?}): max error {error:.2e}, next {error2:.2e}"
+                "winograd SE {tile:?} case {case} ({batch} × {channels}, se {se}, {act:?}): max error {error:.2e}, next {error2:.2e}"
             );
         }
     }

@@ -304,19 +304,26 @@ launchers! { SHARED;
         v: Option<DevicePtr>,
         batch: i32,
     );
-    /// A residual block's second convolution from its Winograd products, with
-    /// squeeze-and-excitation and the skip, transformed for the next convolution where given.
-    winograd_se_output [WinogradSeOutput: F2 = winograd_se_output_f2, F4 = winograd_se_output_f4](
-        m: DevicePtr,
+    /// Squeeze-excitation's gates (`[batch][2C]` f32) from a block's second convolution
+    /// output, one block per position.
+    se_pool_gates(
+        y: DevicePtr,
         channels: i32,
-        bias: DevicePtr,
-        scratch: DevicePtr,
-        x: DevicePtr,
         w1: DevicePtr,
         b1: DevicePtr,
         se: i32,
         w2: DevicePtr,
         b2: DevicePtr,
+        act: i32,
+        gates: DevicePtr,
+    );
+    /// Squeeze-excitation's gates and the skip applied to the residual stream, transformed for
+    /// the next convolution where given.
+    winograd_se_apply [WinogradSeApply: F2 = winograd_se_apply_f2, F4 = winograd_se_apply_f4](
+        y: DevicePtr,
+        gates: DevicePtr,
+        channels: i32,
+        x: DevicePtr,
         act: i32,
         v: Option<DevicePtr>,
         batch: i32,

@@ -15,7 +15,7 @@ pub use self::attention::{
 };
 pub use self::layer_norm::{WARP_NORM_MAX_COLS, layer_norm_warp_kernel};
 pub use self::matrix::{MatrixForm, amd_matrix_form, matrix_kernel_names};
-pub use self::winograd::{WINOGRAD_OUTPUT_THREADS, WINOGRAD_SE_THREADS, WinogradTile};
+pub use self::winograd::{WINOGRAD_CHANNELS, WinogradTile};
 
 use self::launchers::{DenseMma, NormDense};
 use super::Launch;
@@ -96,9 +96,9 @@ pub fn dense_rows_splits(k: usize, warp_size: usize) -> usize {
         .min(8)
 }
 
-/// Threads per block of `se_residual` (one block per position): its loops are latency-bound
-/// (measured on the H200 for T78 at batch 1: 160 µs per block of 256 threads), so a block takes
-/// as many threads as it may.
+/// Threads per block of `se_residual` and `se_pool_gates` (one block per position): their loops
+/// are latency-bound (measured on the H200 for T78 at batch 1: 160 µs per block of 256
+/// threads), so a block takes as many threads as it may.
 pub const SE_RESIDUAL_THREADS: u32 = 1024;
 
 /// Rows and outputs of one block of `layer_norm_dense_mma` (`NORM_DENSE_ROWS`,

@@ -2,15 +2,12 @@
 //! tiles, its members of the transform kernels, and the weight transform `G·g·Gᵀ` done once on
 //! the host (it must match the kernels' `Bᵀ` and `Aᵀ`, whose points it shares).
 
-use super::launchers::{WinogradInput, WinogradOutput, WinogradSeOutput};
+use super::launchers::{WinogradInput, WinogradOutput, WinogradSeApply};
 use crate::gpu::Launch;
 
-/// Threads per block of `winograd_output` (`WINOGRAD_OUTPUT_THREADS` in hip/winograd.hip):
-/// every tile of `128 / tiles per board` channels of one board.
-pub const WINOGRAD_OUTPUT_THREADS: u32 = 128;
-
-/// Threads per block of `winograd_se_output` (one block per position).
-pub const WINOGRAD_SE_THREADS: u32 = 256;
+/// Channels per block of `winograd_output` and `winograd_se_apply` (`WINOGRAD_CHANNELS` in
+/// hip/winograd.hip), side by side in a warp, each with every tile of one board.
+pub const WINOGRAD_CHANNELS: usize = 32;
 
 /// The output tile of a Winograd F(m×m, 3×3) convolution: m = 2 or 4.
 ///
@@ -68,21 +65,21 @@ impl WinogradTile {
         }
     }
 
-    /// The launch of `winograd_output` over `batch` boards of `channels` channels.
+    /// The launch of `winograd_output` or `winograd_se_apply` over `batch` boards of
+    /// `channels` channels.
     pub fn output_launch(self, batch: usize, channels: usize) -> Launch {
-        let group = WINOGRAD_OUTPUT_THREADS as usize / self.tiles_per_board();
         Launch {
-            grid: [channels.div_ceil(group) as u32, batch as u32, 1],
-            block: [WINOGRAD_OUTPUT_THREADS, 1, 1],
+            grid: [channels.div_ceil(WINOGRAD_CHANNELS) as u32, batch as u32, 1],
+            block: [(WINOGRAD_CHANNELS * self.tiles_per_board()) as u32, 1, 1],
             shared_bytes: 0,
         }
     }
 
     /// The tile's members of the three transform kernels.
-    pub fn kernels(self) -> (WinogradInput, WinogradOutput, WinogradSeOutput) {
+    pub fn kernels(self) -> (WinogradInput, WinogradOutput, WinogradSeApply) {
         match self {
-            Self::F2 => (WinogradInput::F2, WinogradOutput::F2, WinogradSeOutput::F2),
-            Self::F4 => (WinogradInput::F4, WinogradOutput::F4, WinogradSeOutput::F4),
+            Self::F2 => (WinogradInput::F2, WinogradOutput::F2, WinogradSeApply::F2),
+            Self::F4 => (WinogradInput::F4, WinogradOutput::F4, WinogradSeApply::F4),
         }
     }
 
@@ -172,8 +169,8 @@ mod tests {
     }
 
     #[test]
-    fn output_threads_match_the_kernel() {
-        let define = format!("#define WINOGRAD_OUTPUT_THREADS {WINOGRAD_OUTPUT_THREADS}\n");
+    fn output_channels_match_the_kernel() {
+        let define = format!("#define WINOGRAD_CHANNELS {WINOGRAD_CHANNELS}\n");
         assert!(super::super::source().contains(&define));
     }
 

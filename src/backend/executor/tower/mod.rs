@@ -46,8 +46,8 @@ pub struct TowerBuffers {
     /// A 3×3 convolution's input as the GEMM reads it: gathered neighbourhoods
     /// `[batch·64][9·max(112, C)]`, or Winograd points `[points][tiles][max(112, C)]`.
     columns: GpuBuffer,
-    /// The Winograd form's products `[points][tiles][widest output]` (none in the gather form).
-    products: Option<GpuBuffer>,
+    /// The Winograd form's products and squeeze-excitation gates (none in the gather form).
+    winograd: Option<WinogradBuffers>,
     /// The residual stream `[batch·64][C]`.
     x: GpuBuffer,
     /// The first convolution's output in a block (and the convolution policy's).
@@ -62,6 +62,14 @@ pub struct TowerBuffers {
     value_out: GpuBuffer,
     mlh_out: GpuBuffer,
     attention_policy: Option<PolicyBuffers>,
+}
+
+/// A lane's buffers of the Winograd form.
+struct WinogradBuffers {
+    /// The products `[points][tiles][C]`.
+    products: GpuBuffer,
+    /// Squeeze-excitation's gates `[batch][2C]` in f32.
+    gates: GpuBuffer,
 }
 
 /// The widest output of a head's convolution.
@@ -120,18 +128,22 @@ impl NetworkPass for TowerPass {
             (_, TowerPolicyGpu::Convolution { conv1, .. }) => rows * conv1.inputs,
             _ => 0,
         };
-        let (columns, products) = match net.form {
+        let (columns, winograd) = match net.form {
             ConvForm::Gather => (half(gathered)?, None),
             ConvForm::Winograd(tile) => {
                 let points = winograd_points(tile, max_batch);
                 let columns = half(gathered.max(points * widest_input))?;
-                (columns, Some(half(points * c)?))
+                let buffers = WinogradBuffers {
+                    products: half(points * c)?,
+                    gates: device.alloc(max_batch * 2 * c * size_of::<f32>())?,
+                };
+                (columns, Some(buffers))
             }
         };
         Ok(TowerBuffers {
             planes: half(rows * INPUT_PLANES)?,
             columns,
-            products,
+            winograd,
             x: half(rows * c)?,
             h: half(rows * c)?,
             y: half(rows * c)?,
@@ -161,7 +173,7 @@ impl NetworkPass for TowerPass {
             &b.mlh_out,
         ]
         .into_iter()
-        .chain(&b.products)
+        .chain(b.winograd.iter().flat_map(|w| [&w.products, &w.gates]))
         .chain(b.attention_policy.iter().flat_map(PolicyBuffers::all))
         .collect()
     }

@@ -2,16 +2,18 @@
 //! is one GEMM per point (16 or 36, the device's batched product) between two transforms:
 //! the input transform is done by whatever wrote the convolution's input (the output transform
 //! of the convolution before, or `winograd_input` for the input planes), and the output
-//! transform carries the layer's epilogue (bias, skip, squeeze-excitation, activation) and the
-//! next convolution's input transform. A block is thus two GEMMs and two transform kernels;
-//! the transformed points stay in `columns`, the products in `products`.
+//! transform carries the layer's epilogue (bias, skip, activation) and the next convolution's
+//! input transform. A block is thus two GEMMs and two transform kernels, and with
+//! squeeze-excitation two more (the gates, one block per position, and their application, which
+//! does the next input transform); the transformed points stay in `columns`, the products in
+//! `products`.
 
 use super::TowerForward;
 use super::weights::{BlockGpu, WinogradGpu};
 use crate::backend::executor::io::HALF;
 use crate::backend::executor::marks::Cost;
 use crate::board::{INPUT_PLANES, SQUARES};
-use crate::gpu::kernels::{WINOGRAD_SE_THREADS, activation_code, launchers};
+use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
 use crate::gpu::{BatchedProduct, DevicePtr, GpuError, GpuResult, Launch};
 use crate::weights::format::Activation;
 
@@ -31,14 +33,18 @@ pub(super) fn cost(conv: &WinogradGpu, batch: usize) -> Cost {
 }
 
 impl TowerForward<'_> {
-    /// The Winograd form's buffers: the points every convolution reads and the products it
-    /// writes.
-    fn winograd_scratch(&self) -> GpuResult<(DevicePtr, DevicePtr)> {
-        let products = self.b.products.as_ref().ok_or_else(|| GpuError::Call {
+    /// The Winograd form's buffers: the points every convolution reads, the products it
+    /// writes, and squeeze-excitation's gates.
+    fn winograd_scratch(&self) -> GpuResult<[DevicePtr; 3]> {
+        let buffers = self.b.winograd.as_ref().ok_or_else(|| GpuError::Call {
             call: "tower Winograd convolution",
-            detail: "the lane has no buffer for its products".to_owned(),
+            detail: "the lane has no buffers for it".to_owned(),
         })?;
-        Ok((self.b.columns.ptr(), products.ptr()))
+        Ok([
+            self.b.columns.ptr(),
+            buffers.products.ptr(),
+            buffers.gates.ptr(),
+        ])
     }
 
     /// Whether a Winograd convolution reads the residual stream after the input convolution
@@ -53,7 +59,7 @@ impl TowerForward<'_> {
     /// `TowerForward`'s invariant for `batch`, with `columns` holding the convolution's input
     /// points.
     unsafe fn winograd_products(&self, conv: &WinogradGpu, batch: usize) -> GpuResult<()> {
-        let (points, products) = self.winograd_scratch()?;
+        let [points, products, _] = self.winograd_scratch()?;
         let tiles = conv.tile.tiles_per_board() * batch;
         let (c, k) = (conv.inputs, conv.outputs);
         // SAFETY: `columns` holds points × tiles × C values and `products` room for points ×
@@ -95,7 +101,7 @@ impl TowerForward<'_> {
         out: DevicePtr,
         next: bool,
     ) -> GpuResult<()> {
-        let (points, products) = self.winograd_scratch()?;
+        let [points, products, _] = self.winograd_scratch()?;
         let x = self.b.x.ptr();
         // SAFETY: the caller's promise; `x` and `columns` are the lane's, sized for the tower.
         unsafe {
@@ -124,7 +130,7 @@ impl TowerForward<'_> {
         conv: &WinogradGpu,
         batch: usize,
     ) -> GpuResult<()> {
-        let (points, _) = self.winograd_scratch()?;
+        let [points, ..] = self.winograd_scratch()?;
         // SAFETY: `planes` holds `batch × 64` rows of 112 planes, `columns` room for their
         // points (the invariant).
         unsafe {
@@ -145,7 +151,9 @@ impl TowerForward<'_> {
 
     /// Block `i`: `x = act(SE(conv2(act(conv1(x)))) + x)`, or without SE
     /// `act(conv2(…) + x)`, its input points already in `columns`; conv1's output goes to `h`
-    /// (read back by its own output transform for conv2's points), SE's `y` to `y`.
+    /// (read back by its own output transform for conv2's points). With SE, conv2's output
+    /// transform writes `y` (with its bias), `se_pool_gates` the gates, and `winograd_se_apply`
+    /// the residual stream and the next block's points.
     ///
     /// # Safety
     /// `TowerForward`'s invariant for `batch`.
@@ -180,27 +188,36 @@ impl TowerForward<'_> {
                 bytes: 4 * HALF as u64 * squares,
             };
             self.ops.op("se+residual+act", layer, se_cost, || {
-                let (points, products) = self.winograd_scratch()?;
+                let [points, _, gates] = self.winograd_scratch()?;
+                let plain = (Activation::Identity, false);
+                self.winograd_output(conv2, batch, plain, b.y.ptr(), false)?;
                 let floats = channels + se.fc1.outputs + se.fc2.outputs;
                 let launch = Launch {
                     grid: [batch as u32, 1, 1],
-                    block: [WINOGRAD_SE_THREADS, 1, 1],
+                    block: [SE_RESIDUAL_THREADS, 1, 1],
                     shared_bytes: (floats * size_of::<f32>()) as u32,
                 };
-                launchers::winograd_se_output(
+                launchers::se_pool_gates(
                     self.ops.device,
-                    conv2.tile.kernels().2,
                     launch,
-                    products,
-                    channels as i32,
-                    conv2.bias.ptr(),
                     b.y.ptr(),
-                    b.x.ptr(),
+                    channels as i32,
                     se.fc1.w.ptr(),
                     se.fc1.required_bias("squeeze-excitation fc1")?,
                     se.fc1.outputs as i32,
                     se.fc2.w.ptr(),
                     se.fc2.required_bias("squeeze-excitation fc2")?,
+                    activation_code(self.act),
+                    gates,
+                )?;
+                launchers::winograd_se_apply(
+                    self.ops.device,
+                    conv2.tile.kernels().2,
+                    conv2.tile.output_launch(batch, channels),
+                    b.y.ptr(),
+                    gates,
+                    channels as i32,
+                    b.x.ptr(),
                     activation_code(self.act),
                     next.then_some(points),
                     batch as i32,
