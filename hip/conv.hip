@@ -50,9 +50,12 @@ KERNEL void bias_residual_act(const __half* __restrict__ y, const __half* __rest
 // Squeeze-excitation's gates for one position from its pooled channels (lc0's scale-and-bias
 // form): h = act(W1·pooled + b1), gates = [γ; β] = W2·h + b2. W1 is [se][C], W2 [2C][se],
 // row-major; `pooled` (C), `hidden` (se) and `gates` (2C) are the block's shared floats, `pooled`
-// written before the call. Each dense output is one warp's dot product (any warp size); every
-// warp runs the same number of rounds (an output or none), so that the shuffles stay uniform
-// over the block, as the emulator's fibers need. Ends with the block synchronised.
+// written before the call. Each of W1's outputs is one warp's dot product over the C inputs
+// (every warp runs the same number of rounds, an output or none, so that the shuffles stay
+// uniform over the block, as the emulator's fibers need); each of W2's 2C outputs, a dot product
+// over only se inputs, is one thread's, so that all of them load at once instead of a warp's
+// round after round (at batch 1 the rounds were most of the kernel). Ends with the block
+// synchronised.
 static __device__ void se_gates(const float* pooled, float* hidden, float* gates, int channels,
                                 const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
                                 const __half* __restrict__ w2, const __half* __restrict__ b2, int act) {
@@ -69,16 +72,23 @@ static __device__ void se_gates(const float* pooled, float* hidden, float* gates
     if (lane == 0 && j < se) hidden[j] = activate(sum + __half2float(b1[j]), act);
   }
   __syncthreads();
-  for (int first = 0; first < 2 * channels; first += warps) {
-    const int k = first + warp;
-    float sum = 0.f;
-    if (k < 2 * channels) {
-      for (int j = lane; j < se; j += WARP_SIZE) sum += __half2float(w2[(long)k * se + j]) * hidden[j];
-    }
-    sum = warp_sum(sum);
-    if (lane == 0 && k < 2 * channels) gates[k] = sum + __half2float(b2[k]);
+  for (int k = threadIdx.x; k < 2 * channels; k += blockDim.x) {
+    const __half* row = w2 + (long)k * se;
+    float sum = __half2float(b2[k]);
+#pragma unroll 8
+    for (int j = 0; j < se; ++j) sum += __half2float(row[j]) * hidden[j];
+    gates[k] = sum;
   }
   __syncthreads();
+}
+
+// The mean over a position's 64 squares of channel c of `y` (square-major, from `base`): the
+// loads unrolled so that they are in flight together.
+static __device__ __forceinline__ float square_mean(const __half* __restrict__ y, long base, int channels, int c) {
+  float sum = 0.f;
+#pragma unroll 16
+  for (int s = 0; s < 64; ++s) sum += __half2float(y[base + (long)s * channels + c]);
+  return sum / 64.f;
 }
 
 // The end of a residual block with squeeze-excitation, one block per position: v = y + bias
@@ -93,11 +103,7 @@ KERNEL void se_residual(const __half* __restrict__ y, const __half* __restrict__
   float* hidden = pooled + channels;
   float* gates = hidden + se;
   const long base = (long)blockIdx.x * 64 * channels;
-  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
-    float sum = 0.f;
-    for (int s = 0; s < 64; ++s) sum += __half2float(y[base + (long)s * channels + c]);
-    pooled[c] = sum / 64.f + __half2float(bias[c]);
-  }
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) pooled[c] = square_mean(y, base, channels, c) + __half2float(bias[c]);
   se_gates(pooled, hidden, gates, channels, w1, b1, se, w2, b2, act);
   for (int i = threadIdx.x; i < 64 * channels; i += blockDim.x) {
     const int c = i % channels;

@@ -199,11 +199,7 @@ KERNEL void se_pool_gates(const __half* __restrict__ y, int channels, const __ha
   float* hidden = pooled + channels;
   float* block_gates = hidden + se;
   const long base = (long)blockIdx.x * 64 * channels;
-  for (int c = threadIdx.x; c < channels; c += blockDim.x) {
-    float sum = 0.f;
-    for (int s = 0; s < 64; ++s) sum += __half2float(y[base + (long)s * channels + c]);
-    pooled[c] = sum / 64.f;
-  }
+  for (int c = threadIdx.x; c < channels; c += blockDim.x) pooled[c] = square_mean(y, base, channels, c);
   se_gates(pooled, hidden, block_gates, channels, w1, b1, se, w2, b2, act);
   for (int k = threadIdx.x; k < 2 * channels; k += blockDim.x) gates[(long)blockIdx.x * 2 * channels + k] = block_gates[k];
 }
