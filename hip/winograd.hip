@@ -138,13 +138,13 @@ static __device__ void winograd_input(const __half* __restrict__ x, int channels
 // y = act(out + bias (+ residual)) written to `out` ([batch·64][K]) and, where `v` is given,
 // transformed into v (the next convolution's input points) from `out`. `residual` may be `out`
 // itself (a block's skip, updated in place: each thread reads its squares before it writes
-// them). Block (group, board) holds every tile of channels 32·group … + 31, channel-minor.
+// them). Block (board, group) holds every tile of channels 32·group … + 31, channel-minor.
 template <int M>
 static __device__ void winograd_output(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
                                        const __half* residual, int act, __half* out, __half* __restrict__ v, int batch) {
   constexpr int TILES = 64 / (M * M);
-  const long board = blockIdx.y, tiles = (long)TILES * batch;
-  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = blockIdx.x * WINOGRAD_CHANNELS + threadIdx.x % WINOGRAD_CHANNELS;
+  const long board = blockIdx.x, tiles = (long)TILES * batch;
+  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = blockIdx.y * WINOGRAD_CHANNELS + threadIdx.x % WINOGRAD_CHANNELS;
   const bool mine = c < channels && tile < TILES;
   if (mine) {
     float values[M * M];
@@ -170,8 +170,8 @@ template <int M>
 static __device__ void winograd_se_apply(const __half* __restrict__ y, const float* __restrict__ gates, int channels,
                                          __half* x, int act, __half* __restrict__ v, int batch) {
   constexpr int TILES = 64 / (M * M);
-  const long board = blockIdx.y, tiles = (long)TILES * batch;
-  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = blockIdx.x * WINOGRAD_CHANNELS + threadIdx.x % WINOGRAD_CHANNELS;
+  const long board = blockIdx.x, tiles = (long)TILES * batch;
+  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = blockIdx.y * WINOGRAD_CHANNELS + threadIdx.x % WINOGRAD_CHANNELS;
   const bool mine = c < channels && tile < TILES;
   if (mine) {
     const float* g = gates + board * 2 * channels;

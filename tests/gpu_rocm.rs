@@ -109,3 +109,19 @@ fn rocm_matrix_instruction_and_attention_kernels_match_f64() {
     matrix::check_instruction(&device, layout);
     kernels::check_attention(&device, AttentionFamily::MatrixCores);
 }
+
+/// The residual-tower kernels against f64 (common::conv_kernels) and the Winograd convolutions
+/// against the direct convolution in f64 (common::winograd_kernels), on the GPU's wave size.
+#[test]
+#[ignore = "needs an AMD GPU with ROCm (run with --ignored on one)"]
+fn rocm_tower_kernels_match_f64() {
+    use common::{conv_kernels, winograd_kernels};
+    let device = lc0rs::gpu::hip::device::HipDevice::new(0, true)
+        .unwrap_or_else(|e| panic!("no usable AMD GPU: {e}"));
+    conv_kernels::check_conv_gather(&device);
+    conv_kernels::check_bias_residual_act(&device);
+    conv_kernels::check_se_residual(&device);
+    conv_kernels::check_policy_gather(&device);
+    winograd_kernels::check_winograd_convolutions(&device);
+    winograd_kernels::check_winograd_se(&device);
+}

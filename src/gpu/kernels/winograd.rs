@@ -69,7 +69,7 @@ impl WinogradTile {
     /// `channels` channels.
     pub fn output_launch(self, batch: usize, channels: usize) -> Launch {
         Launch {
-            grid: [channels.div_ceil(WINOGRAD_CHANNELS) as u32, batch as u32, 1],
+            grid: [batch as u32, channels.div_ceil(WINOGRAD_CHANNELS) as u32, 1],
             block: [(WINOGRAD_CHANNELS * self.tiles_per_board()) as u32, 1, 1],
             shared_bytes: 0,
         }

@@ -17,19 +17,37 @@ use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
 use crate::gpu::{BatchedProduct, DevicePtr, GpuError, GpuResult, Launch};
 use crate::weights::format::Activation;
 
-/// FLOPs and bytes of one Winograd convolution of `batch` positions: the GEMMs (inputs,
-/// weights, products) and the output transform with the next input transform (products read,
-/// points and the output written; about 12 FLOPs a point each way).
-pub(super) fn cost(conv: &WinogradGpu, batch: usize) -> Cost {
-    let tile = conv.tile;
-    let points = (tile.points() * tile.tiles_per_board() * batch) as u64;
+/// A batch's points per channel: points per tile × tiles.
+fn points(conv: &WinogradGpu, batch: usize) -> u64 {
+    (conv.tile.points() * conv.tile.tiles_per_board() * batch) as u64
+}
+
+/// FLOPs and bytes of a Winograd convolution's GEMMs over `batch` positions: its points, weights
+/// and products.
+fn products_cost(conv: &WinogradGpu, batch: usize) -> Cost {
     let (c, k) = (conv.inputs as u64, conv.outputs as u64);
-    let weights = tile.points() as u64 * k * c;
+    let weights = conv.tile.points() as u64 * k * c;
+    Cost {
+        flops: 2 * points(conv, batch) * c * k,
+        bytes: HALF as u64 * (points(conv, batch) * (c + k) + weights),
+    }
+}
+
+/// FLOPs and bytes of an output transform with the next input transform: the products read,
+/// the output (and a skip's input) and the next points written, about 12 FLOPs a point each way.
+fn transform_cost(conv: &WinogradGpu, batch: usize) -> Cost {
+    let (p, k) = (points(conv, batch), conv.outputs as u64);
     let squares = (SQUARES * batch) as u64;
     Cost {
-        flops: 2 * points * c * k + 24 * points * k,
-        bytes: HALF as u64 * (points * c + weights + 2 * points * k + squares * k),
+        flops: 24 * p * k,
+        bytes: HALF as u64 * (2 * p * k + 2 * squares * k),
     }
+}
+
+/// FLOPs and bytes of one Winograd convolution with its output transform (the profile's
+/// `conv1` and input convolution).
+pub(super) fn cost(conv: &WinogradGpu, batch: usize) -> Cost {
+    products_cost(conv, batch) + transform_cost(conv, batch)
 }
 
 impl TowerForward<'_> {
@@ -174,19 +192,25 @@ impl TowerForward<'_> {
                 self.winograd_products(conv1, batch)?;
                 self.winograd_output(conv1, batch, (self.act, false), b.h.ptr(), true)
             })?;
-            self.ops.op("conv2", layer, cost(conv2, batch), || {
-                self.winograd_products(conv2, batch)
-            })?;
+            self.ops
+                .op("conv2", layer, products_cost(conv2, batch), || {
+                    self.winograd_products(conv2, batch)
+                })?;
             let Some(se) = &block.se else {
-                return self.ops.op("residual+act", layer, Cost::default(), || {
-                    self.winograd_output(conv2, batch, (self.act, true), b.x.ptr(), next)
-                });
+                return self
+                    .ops
+                    .op("residual+act", layer, transform_cost(conv2, batch), || {
+                        self.winograd_output(conv2, batch, (self.act, true), b.x.ptr(), next)
+                    });
             };
+            // The output transform, the gates (y read again) and their application (y and x
+            // read, x written, beside the next points the transform's cost counts).
             let squares = (batch * SQUARES * channels) as u64;
-            let se_cost = Cost {
-                flops: 4 * (se.fc1.inputs * se.fc1.outputs * batch) as u64 + 8 * squares,
-                bytes: 4 * HALF as u64 * squares,
-            };
+            let se_cost = transform_cost(conv2, batch)
+                + Cost {
+                    flops: 4 * (se.fc1.inputs * se.fc1.outputs * batch) as u64 + 8 * squares,
+                    bytes: 4 * HALF as u64 * squares,
+                };
             self.ops.op("se+residual+act", layer, se_cost, || {
                 let [points, _, gates] = self.winograd_scratch()?;
                 let plain = (Activation::Identity, false);
