@@ -10,7 +10,7 @@ use common::gpu::{
     check_first_passes_right_after_creation, check_picked_against_cpu,
 };
 use common::tower::gpu_test_towers;
-use common::{conv_kernels, kernels, winograd_kernels};
+use common::{conv_kernels, kernels};
 use lc0rs::backend::create_backend;
 use lc0rs::backend::oracle::{encode_all, random_histories};
 use lc0rs::gpu::cuda::CudaDevice;
@@ -305,17 +305,11 @@ fn cuda_overflow_is_an_error_not_nan() {
     common::gpu::check_overflow_is_reported("cuda-fp16");
 }
 
-/// The residual-tower kernels (common::conv_kernels).
+/// The residual-tower kernels (common::conv_kernels, common::winograd_kernels).
 #[test]
 #[ignore = "needs an NVIDIA GPU with CUDA 13 (run with --ignored on one)"]
 fn conv_kernels_match_cpu() {
-    let device = device();
-    conv_kernels::check_conv_gather(&device);
-    conv_kernels::check_bias_residual_act(&device);
-    conv_kernels::check_se_residual(&device);
-    conv_kernels::check_policy_gather(&device);
-    winograd_kernels::check_winograd_convolutions(&device);
-    winograd_kernels::check_winograd_se(&device);
+    conv_kernels::check_tower_kernels(&device());
 }
 
 /// Residual towers through the whole backend: the `tiny-se` preset (SE, mish, convolution

@@ -115,13 +115,7 @@ fn rocm_matrix_instruction_and_attention_kernels_match_f64() {
 #[test]
 #[ignore = "needs an AMD GPU with ROCm (run with --ignored on one)"]
 fn rocm_tower_kernels_match_f64() {
-    use common::{conv_kernels, winograd_kernels};
     let device = lc0rs::gpu::hip::device::HipDevice::new(0, true)
         .unwrap_or_else(|e| panic!("no usable AMD GPU: {e}"));
-    conv_kernels::check_conv_gather(&device);
-    conv_kernels::check_bias_residual_act(&device);
-    conv_kernels::check_se_residual(&device);
-    conv_kernels::check_policy_gather(&device);
-    winograd_kernels::check_winograd_convolutions(&device);
-    winograd_kernels::check_winograd_se(&device);
+    common::conv_kernels::check_tower_kernels(&device);
 }

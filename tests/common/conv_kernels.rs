@@ -143,44 +143,68 @@ pub fn check_se_residual(device: &dyn GpuDevice) {
         }
         .unwrap();
         let got = download(device, &x_gpu, batch * 64 * channels);
-        let mut worst = 0.0f64;
-        for b in 0..batch {
-            let v =
-                |s: usize, c: usize| f64::from(y[(b * 64 + s) * channels + c]) + f64::from(bias[c]);
-            let pooled: Vec<f64> = (0..channels)
-                .map(|c| (0..64).map(|s| v(s, c)).sum::<f64>() / 64.0)
-                .collect();
-            let hidden: Vec<f64> = (0..se)
-                .map(|j| {
-                    let dot: f64 = (0..channels)
-                        .map(|c| f64::from(w1[j * channels + c]) * pooled[c])
-                        .sum();
-                    activate_f64(act, dot + f64::from(b1[j]))
-                })
-                .collect();
-            let gates: Vec<f64> = (0..2 * channels)
-                .map(|k| {
-                    (0..se)
-                        .map(|j| f64::from(w2[k * se + j]) * hidden[j])
-                        .sum::<f64>()
-                        + f64::from(b2[k])
-                })
-                .collect();
-            for s in 0..64 {
-                for c in 0..channels {
-                    let scale = 1.0 / (1.0 + (-gates[c]).exp());
-                    let i = (b * 64 + s) * channels + c;
-                    let want =
-                        activate_f64(act, scale * v(s, c) + gates[channels + c] + f64::from(x[i]));
-                    worst = worse(worst, (f64::from(got[i]) - want).abs() / (1.0 + want.abs()));
-                }
-            }
-        }
+        let with_bias: Vec<f64> = y
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| f64::from(v) + f64::from(bias[i % channels]))
+            .collect();
+        let want = se_f64(&with_bias, &x, batch, channels, (&w1, &b1), (&w2, &b2), act);
+        let worst = got.iter().zip(&want).fold(0.0f64, |w, (&g, &t)| {
+            worse(w, (f64::from(g) - t).abs() / (1.0 + t.abs()))
+        });
         assert!(worst < 3e-3, "case {case}: max relative error {worst}");
         eprintln!(
             "se_residual case {case} ({batch}x{channels}, se {se}, {act:?}): max error {worst:.2e}"
         );
     }
+}
+
+/// Squeeze-excitation in f64 (lc0's scale-and-bias form) over `y` (`[batch·64][C]`, the
+/// convolution's output with its bias): `act(sigmoid(γ)·y + β + x)`.
+#[allow(clippy::too_many_arguments)]
+pub fn se_f64(
+    y: &[f64],
+    x: &[f32],
+    batch: usize,
+    channels: usize,
+    (w1, b1): (&[f32], &[f32]),
+    (w2, b2): (&[f32], &[f32]),
+    act: Activation,
+) -> Vec<f64> {
+    let se = b1.len();
+    let mut out = vec![0.0; y.len()];
+    for b in 0..batch {
+        let at = |s: usize, c: usize| (b * 64 + s) * channels + c;
+        let pooled: Vec<f64> = (0..channels)
+            .map(|c| (0..64).map(|s| y[at(s, c)]).sum::<f64>() / 64.0)
+            .collect();
+        let hidden: Vec<f64> = (0..se)
+            .map(|j| {
+                let dot: f64 = (0..channels)
+                    .map(|c| f64::from(w1[j * channels + c]) * pooled[c])
+                    .sum();
+                activate_f64(act, dot + f64::from(b1[j]))
+            })
+            .collect();
+        let gates: Vec<f64> = (0..2 * channels)
+            .map(|k| {
+                (0..se)
+                    .map(|j| f64::from(w2[k * se + j]) * hidden[j])
+                    .sum::<f64>()
+                    + f64::from(b2[k])
+            })
+            .collect();
+        for s in 0..64 {
+            for c in 0..channels {
+                let scale = 1.0 / (1.0 + (-gates[c]).exp());
+                out[at(s, c)] = activate_f64(
+                    act,
+                    scale * y[at(s, c)] + gates[channels + c] + f64::from(x[at(s, c)]),
+                );
+            }
+        }
+    }
+    out
 }
 
 /// The policy gather through a permutation with unused inputs (−1): every output is its fp16
@@ -236,4 +260,14 @@ pub fn check_policy_gather(device: &dyn GpuDevice) {
         }
     }
     eprintln!("policy_gather: exact");
+}
+
+/// Every tower kernel check of this file and of `winograd_kernels`, on one device.
+pub fn check_tower_kernels(device: &dyn GpuDevice) {
+    check_conv_gather(device);
+    check_bias_residual_act(device);
+    check_se_residual(device);
+    check_policy_gather(device);
+    super::winograd_kernels::check_winograd_convolutions(device);
+    super::winograd_kernels::check_winograd_se(device);
 }

@@ -11,6 +11,7 @@ use lc0rs::gpu::kernels::{WinogradTile, activation_code, launchers};
 use lc0rs::gpu::{BatchedProduct, DevicePtr, GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
+use super::conv_kernels::se_f64;
 use super::gpu::{activate_f64, worse};
 use super::kernels::{download, poisoned, random_f16, upload};
 
@@ -270,54 +271,6 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
             );
         }
     }
-}
-
-/// Squeeze-excitation in f64 (lc0's scale-and-bias form) over `y` (`[batch·64][C]`, the
-/// convolution's output with its bias): `act(sigmoid(γ)·y + β + x)`.
-#[allow(clippy::too_many_arguments)]
-fn se_f64(
-    y: &[f64],
-    x: &[f32],
-    batch: usize,
-    channels: usize,
-    (w1, b1): (&[f32], &[f32]),
-    (w2, b2): (&[f32], &[f32]),
-    act: Activation,
-) -> Vec<f64> {
-    let se = b1.len();
-    let mut out = vec![0.0; y.len()];
-    for b in 0..batch {
-        let at = |s: usize, c: usize| (b * 64 + s) * channels + c;
-        let pooled: Vec<f64> = (0..channels)
-            .map(|c| (0..64).map(|s| y[at(s, c)]).sum::<f64>() / 64.0)
-            .collect();
-        let hidden: Vec<f64> = (0..se)
-            .map(|j| {
-                let dot: f64 = (0..channels)
-                    .map(|c| f64::from(w1[j * channels + c]) * pooled[c])
-                    .sum();
-                activate_f64(act, dot + f64::from(b1[j]))
-            })
-            .collect();
-        let gates: Vec<f64> = (0..2 * channels)
-            .map(|k| {
-                (0..se)
-                    .map(|j| f64::from(w2[k * se + j]) * hidden[j])
-                    .sum::<f64>()
-                    + f64::from(b2[k])
-            })
-            .collect();
-        for s in 0..64 {
-            for c in 0..channels {
-                let scale = 1.0 / (1.0 + (-gates[c]).exp());
-                out[at(s, c)] = activate_f64(
-                    act,
-                    scale * y[at(s, c)] + gates[channels + c] + f64::from(x[at(s, c)]),
-                );
-            }
-        }
-    }
-    out
 }
 
 /// A block's second convolution with squeeze-excitation and the skip (`winograd_output` into

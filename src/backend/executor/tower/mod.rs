@@ -15,7 +15,7 @@ use super::pass::NetworkPass;
 use super::plan::PassPlan;
 use super::policy::PolicyBuffers;
 use crate::board::{INPUT_PLANES, POLICY_SIZE, SQUARES};
-use crate::gpu::kernels::{SE_RESIDUAL_THREADS, WinogradTile, activation_code, launchers};
+use crate::gpu::kernels::{WinogradTile, activation_code, launchers};
 use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuError, GpuResult, Launch};
 use crate::weights::format::{Activation, NetFormat};
 use crate::weights::tower::TowerNetwork;
@@ -386,15 +386,9 @@ impl TowerForward<'_> {
                 + linear_cost(&se.fc1, batch)
                 + linear_cost(&se.fc2, batch);
             self.ops.op("se+residual+act", layer, cost, || {
-                let floats = channels + se.fc1.outputs + se.fc2.outputs;
-                let launch = Launch {
-                    grid: [batch as u32, 1, 1],
-                    block: [SE_RESIDUAL_THREADS, 1, 1],
-                    shared_bytes: (floats * size_of::<f32>()) as u32,
-                };
                 launchers::se_residual(
                     self.ops.device,
-                    launch,
+                    se.launch(batch, channels),
                     b.y.ptr(),
                     bias,
                     b.x.ptr(),

@@ -10,8 +10,8 @@ use crate::backend::executor::policy::PolicyGpu;
 use crate::board::POLICY_SIZE;
 use crate::board::SQUARES;
 use crate::chess::conv_policy_map::conv_policy_map;
-use crate::gpu::kernels::WinogradTile;
-use crate::gpu::{GpuBuffer, GpuDevice, GpuResult};
+use crate::gpu::kernels::{SE_RESIDUAL_THREADS, WinogradTile};
+use crate::gpu::{GpuBuffer, GpuDevice, GpuResult, Launch};
 use crate::weights::network::Dense;
 use crate::weights::tower::{Conv, ConvHead, TowerNetwork, TowerPolicy};
 
@@ -146,6 +146,20 @@ fn flattened(device: &dyn GpuDevice, d: &Dense, channels: usize) -> GpuResult<De
 pub struct SeGpu {
     pub fc1: DenseGpu,
     pub fc2: DenseGpu,
+}
+
+impl SeGpu {
+    /// The launch of the kernels that run squeeze-excitation one block per position
+    /// (`se_residual`, `se_pool_gates`) over `batch` positions of `channels`: shared memory for
+    /// the pooled channels, the hidden layer and the gates, in f32.
+    pub fn launch(&self, batch: usize, channels: usize) -> Launch {
+        let floats = channels + self.fc1.outputs + self.fc2.outputs;
+        Launch {
+            grid: [batch as u32, 1, 1],
+            block: [SE_RESIDUAL_THREADS, 1, 1],
+            shared_bytes: (floats * size_of::<f32>()) as u32,
+        }
+    }
 }
 
 pub struct BlockGpu {

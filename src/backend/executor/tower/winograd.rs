@@ -13,7 +13,7 @@ use super::weights::{BlockGpu, WinogradGpu};
 use crate::backend::executor::io::HALF;
 use crate::backend::executor::marks::Cost;
 use crate::board::{INPUT_PLANES, SQUARES};
-use crate::gpu::kernels::{SE_RESIDUAL_THREADS, activation_code, launchers};
+use crate::gpu::kernels::{activation_code, launchers};
 use crate::gpu::{BatchedProduct, DevicePtr, GpuError, GpuResult, Launch};
 use crate::weights::format::Activation;
 
@@ -215,15 +215,9 @@ impl TowerForward<'_> {
                 let [points, _, gates] = self.winograd_scratch()?;
                 let plain = (Activation::Identity, false);
                 self.winograd_output(conv2, batch, plain, b.y.ptr(), false)?;
-                let floats = channels + se.fc1.outputs + se.fc2.outputs;
-                let launch = Launch {
-                    grid: [batch as u32, 1, 1],
-                    block: [SE_RESIDUAL_THREADS, 1, 1],
-                    shared_bytes: (floats * size_of::<f32>()) as u32,
-                };
                 launchers::se_pool_gates(
                     self.ops.device,
-                    launch,
+                    se.launch(batch, channels),
                     b.y.ptr(),
                     channels as i32,
                     se.fc1.w.ptr(),
