@@ -143,10 +143,7 @@ fn input_points(
     widest: usize,
     batch: usize,
 ) -> GpuBuffer {
-    let v = poisoned(
-        device,
-        tile.points() * tile.tiles_per_board() * batch * widest,
-    );
+    let v = poisoned(device, tile.batch_points(batch) * widest);
     // SAFETY: x holds `batch × 64 × channels` halves, v the points of `widest ≥ channels`.
     unsafe {
         launchers::winograd_input(
@@ -219,10 +216,7 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
             let x_gpu = upload(device, &x);
             let stream = upload(device, &residual);
             let v = input_points(device, tile, &x_gpu, c, c.max(k), batch);
-            let m = poisoned(
-                device,
-                tile.points() * tile.tiles_per_board() * batch * k.max(k2),
-            );
+            let m = poisoned(device, tile.batch_points(batch) * k.max(k2));
             first.products(device, tile, &v, &m, batch);
             let (s, vp) = (stream.ptr(), v.ptr());
             output(
@@ -301,10 +295,7 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                 .collect();
             let (input_gpu, x_gpu) = (upload(device, &input), upload(device, &x));
             let v = input_points(device, tile, &input_gpu, channels, channels, batch);
-            let m = poisoned(
-                device,
-                tile.points() * tile.tiles_per_board() * batch * channels,
-            );
+            let m = poisoned(device, tile.batch_points(batch) * channels);
             let y = poisoned(device, batch * 64 * channels);
             let mut gates = device.alloc(batch * 2 * channels * 4).unwrap();
             gates.fill(device, 0xFF).unwrap(); // f32 NaN

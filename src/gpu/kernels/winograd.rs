@@ -65,6 +65,11 @@ impl WinogradTile {
         }
     }
 
+    /// A batch's points per channel: points per tile × tiles per board × `batch`.
+    pub fn batch_points(self, batch: usize) -> usize {
+        self.points() * self.tiles_per_board() * batch
+    }
+
     /// The launch of `winograd_output` or `winograd_se_apply` over `batch` boards of
     /// `channels` channels.
     pub fn output_launch(self, batch: usize, channels: usize) -> Launch {

@@ -1,8 +1,8 @@
 //! A residual-tower (convolutional) network on the GPU: the input convolution, residual blocks
 //! (with or without squeeze-excitation), the classical, convolution or attention policy head,
 //! value and moves-left heads. Activations are square-major (`[batch·64][C]`); a 3×3 convolution
-//! is Winograd F(4×4, 3×3) (`winograd.rs`) or `conv_gather3x3` and one GEMM, a 1×1 convolution
-//! one GEMM.
+//! is Winograd F(2×2, 3×3) by default or F(4×4, 3×3) (`winograd.rs`), or `conv_gather3x3` and one
+//! GEMM; a 1×1 convolution is one GEMM.
 
 pub mod weights;
 mod winograd;
@@ -15,7 +15,7 @@ use super::pass::NetworkPass;
 use super::plan::PassPlan;
 use super::policy::PolicyBuffers;
 use crate::board::{INPUT_PLANES, POLICY_SIZE, SQUARES};
-use crate::gpu::kernels::{WinogradTile, activation_code, launchers};
+use crate::gpu::kernels::{activation_code, launchers};
 use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuError, GpuResult, Launch};
 use crate::weights::format::{Activation, NetFormat};
 use crate::weights::tower::TowerNetwork;
@@ -87,11 +87,6 @@ fn head_planes(net: &TowerGpu) -> usize {
         .fold(policy, usize::max)
 }
 
-/// A batch's Winograd points per channel: points per tile × tiles.
-fn winograd_points(tile: WinogradTile, batch: usize) -> usize {
-    tile.points() * tile.tiles_per_board() * batch
-}
-
 /// The widest per-position dense output a head keeps in fp16 before its last layer.
 fn head_dense_width(net: &TowerGpu) -> usize {
     let policy = match &net.policy {
@@ -131,7 +126,7 @@ impl NetworkPass for TowerPass {
         let (columns, winograd) = match net.form {
             ConvForm::Gather => (half(gathered)?, None),
             ConvForm::Winograd(tile) => {
-                let points = winograd_points(tile, max_batch);
+                let points = tile.batch_points(max_batch);
                 let columns = half(gathered.max(points * widest_input))?;
                 let buffers = WinogradBuffers {
                     products: half(points * c)?,

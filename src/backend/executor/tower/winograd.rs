@@ -17,9 +17,9 @@ use crate::gpu::kernels::{activation_code, launchers};
 use crate::gpu::{BatchedProduct, DevicePtr, GpuError, GpuResult, Launch};
 use crate::weights::format::Activation;
 
-/// A batch's points per channel: points per tile × tiles.
+/// A batch's points per channel.
 fn points(conv: &WinogradGpu, batch: usize) -> u64 {
-    (conv.tile.points() * conv.tile.tiles_per_board() * batch) as u64
+    conv.tile.batch_points(batch) as u64
 }
 
 /// FLOPs and bytes of a Winograd convolution's GEMMs over `batch` positions: its points, weights
