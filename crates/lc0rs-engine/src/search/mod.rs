@@ -63,7 +63,8 @@ pub struct SearchParams {
     /// NN cache entries.
     pub cache_size: usize,
     /// Whether the NN cache keys a position by the network's whole input, its history
-    /// included (the default), or as lc0 does, by the position and its repetitions alone: a
+    /// included (the library's default: a search's results then depend on the inputs alone),
+    /// or as lc0 does (the UCI engine's default), by the position and its repetitions alone: a
     /// position reached again by another move order (a transposition) is then answered with
     /// the evaluation its first arrival got, and costs no backend call.
     pub exact_cache_key: bool,
@@ -268,6 +269,10 @@ pub struct Search {
     /// The tree, locked for the threads of a search (see [`worker`]); between searches only
     /// this search's own methods reach it.
     tree: RwLock<Tree>,
+    /// An empty tree made ahead ([`Search::make_spare_tree`]) for the next move's reuse to
+    /// copy into: a new tree writes megabytes (its chunk table and first chunk of nodes), 1–2
+    /// ms a move that a GUI's clock would otherwise count.
+    spare: Option<Tree>,
     root: PositionHistory,
     /// The threads and minibatch the backend was last warmed up for.
     warmed: Option<(usize, usize)>,
@@ -281,6 +286,7 @@ impl Search {
             params,
             fill: HistoryFill::FenOnly,
             tree: RwLock::new(Tree::default()),
+            spare: None,
             root: PositionHistory::startpos(),
             warmed: None,
         }
@@ -373,12 +379,20 @@ impl Search {
                 _ => reusable = false,
             }
         }
+        let into = self.spare.take().unwrap_or_default();
         let tree = self.tree_mut();
-        *tree = if reusable {
-            tree.subtree(index)
+        let kept = if reusable {
+            tree.subtree(index, into)
         } else {
-            Tree::default()
+            into
         };
+        drop_elsewhere(std::mem::replace(tree, kept));
+    }
+
+    /// Makes the empty tree the next [`Search::advance`] copies into, if there is none: for
+    /// the time between two searches (after the answer, while the opponent thinks).
+    pub fn make_spare_tree(&mut self) {
+        self.spare.get_or_insert_with(Tree::default);
     }
 
     pub fn history(&self) -> &PositionHistory {
@@ -512,6 +526,21 @@ impl Search {
             info,
         })
     }
+}
+
+/// Frees `tree` on a thread of its own, so that the search starting meanwhile does not wait
+/// for it (a large tree takes milliseconds to free); here if it is small or no thread can be
+/// started.
+fn drop_elsewhere(tree: Tree) {
+    // Freeing a small tree costs less than starting a thread.
+    const SMALL: usize = 50_000;
+    if tree.size() < SMALL {
+        return drop(tree);
+    }
+    // A thread that cannot be started drops its closure, and the tree with it, here.
+    let _ = std::thread::Builder::new()
+        .name("lc0rs-tree-free".to_owned())
+        .spawn(move || drop(tree));
 }
 
 /// The most leaves the threads can expand before the next check of the tree's size: each

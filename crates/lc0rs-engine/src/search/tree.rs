@@ -441,11 +441,16 @@ impl Tree {
         pv
     }
 
-    /// The subtree under `index` as a tree of its own (for reuse after a move). Its root is
-    /// searched on whatever was proven about it (it needs a move). Two-fold draws whose cycle
-    /// no longer lies below the new root are taken back, visits and all (as lc0 does).
-    pub fn subtree(&self, index: u32) -> Tree {
-        let mut tree = Tree::default();
+    /// The subtree under `index` as a tree of its own (for reuse after a move), copied into
+    /// `tree` (an empty one, made ahead). Its root is searched on whatever was proven about it
+    /// (it needs a move). Two-fold draws whose cycle no longer lies below the new root are
+    /// taken back, visits and all (as lc0 does).
+    pub fn subtree(&self, index: u32, mut tree: Tree) -> Tree {
+        debug_assert_eq!(
+            tree.nodes.len(),
+            1,
+            "a tree to copy into holds its root alone"
+        );
         *tree.node_mut(ROOT) = Node {
             edge: AtomicU32::new(NONE),
             proof: None,
@@ -661,11 +666,11 @@ mod tests {
         (leaf.visits, leaf.draw, leaf.two_fold) = (3, 1.0, 4);
         leaf.proof = Some(Proof { value: 0, plies: 0 });
         // From 1 the draw lies 4 plies down: its cycle (back to 1) is still inside.
-        let kept = tree.subtree(1);
+        let kept = tree.subtree(1, Tree::default());
         assert_eq!(kept.node(4).two_fold, 4);
         assert_eq!(kept.node(ROOT).visits, 5);
         // From 2 it lies 3 plies down and repeats a position above the root: taken back.
-        let sub = tree.subtree(2);
+        let sub = tree.subtree(2, Tree::default());
         let leaf = sub.node(3);
         assert_eq!((leaf.visits, leaf.proof, leaf.two_fold), (0, None, 0));
         assert!(!leaf.expanded);
@@ -695,7 +700,7 @@ mod tests {
             let grandchild = spawn(&mut tree, child, i);
             tree.node_mut(grandchild).visits = 10 + i;
         }
-        let sub = tree.subtree(child);
+        let sub = tree.subtree(child, Tree::default());
         // The root, its two edges and their two nodes.
         assert_eq!(sub.size(), 5);
         assert!(sub.mv(ROOT).is_none());

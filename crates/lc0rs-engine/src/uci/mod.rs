@@ -330,6 +330,7 @@ impl Engine {
     }
 
     fn go(&mut self, rest: &str) {
+        let received = Instant::now();
         self.stop();
         if let Some(reason) = &self.refused {
             self.tell(&format!(
@@ -338,7 +339,7 @@ impl Engine {
             return say(&self.out, "bestmove 0000");
         }
         match GoCommand::parse(rest) {
-            Ok(command) => self.start_search(command),
+            Ok(command) => self.start_search(command, received),
             Err(e) => {
                 // A GUI waits for the answer to every `go`.
                 self.tell(&e.to_string());
@@ -363,10 +364,12 @@ impl Engine {
             ..running.command.clone()
         };
         self.join();
-        self.start_search(command);
+        self.start_search(command, Instant::now());
     }
 
-    fn start_search(&mut self, command: GoCommand) {
+    /// Starts the search `command` asks for; `received` is when it arrived (what the search's
+    /// statistics line counts its setup from: tree reuse, threads).
+    fn start_search(&mut self, command: GoCommand, received: Instant) {
         if !self.prepare_search() {
             return say(&self.out, "bestmove 0000");
         }
@@ -411,6 +414,7 @@ impl Engine {
                 }
             };
             let started = Instant::now();
+            let setup = started - received;
             match search.run(limits, &flag, &mut report) {
                 Ok(result) => {
                     if result.tree_full {
@@ -425,7 +429,7 @@ impl Engine {
                     let mut extra = Vec::new();
                     if shared.style.verbose_move_stats {
                         extra = verbose_lines(&search);
-                        extra.push(statistics_line(&result.info));
+                        extra.push(statistics_line(&result.info, setup));
                     }
                     shared.answer(&out, Some(&result.info), &extra);
                 }
@@ -434,7 +438,10 @@ impl Engine {
                     shared.answer(&out, None, &[]);
                 }
             }
-            (search, started.elapsed())
+            let used = started.elapsed();
+            // After the answer, off the clock: the next move's tree reuse copies into it.
+            search.make_spare_tree();
+            (search, used)
         });
         self.running = Some(Running {
             handle,
@@ -548,18 +555,20 @@ fn root_moves(history: &PositionHistory, texts: &[String]) -> Result<Vec<Move>, 
 }
 
 /// The search's counters for the GUI's log: collisions, backend batches, and where the
-/// search threads spent their time.
-fn statistics_line(info: &SearchInfo) -> String {
+/// search threads spent their time, and how long the search took to start after `go`.
+fn statistics_line(info: &SearchInfo, setup: Duration) -> String {
     let mean = info.evaluated as f64 / info.batches.max(1) as f64;
     format!(
         "info string {} playouts in {} walks from the root ({} shared among the task workers), \
-         {} collisions, {} backend batches of {mean:.1} positions on average; {}",
+         {} collisions, {} backend batches of {mean:.1} positions on average; {}; {:.1} ms \
+         from go to the search's start",
         info.playouts,
         info.walks,
         info.shared_walks,
         info.collisions,
         info.batches,
-        info.times.summary(info.elapsed)
+        info.times.summary(info.elapsed),
+        setup.as_secs_f64() * 1000.0
     )
 }
 

@@ -17,6 +17,9 @@ pub const DEFAULT_SMART_PRUNING_FACTOR: f32 = 1.33;
 pub fn uci_search_params() -> SearchParams {
     SearchParams {
         smart_pruning_factor: DEFAULT_SMART_PRUNING_FACTOR,
+        // lc0's key: transpositions answered from the cache (most in endgames, where a search
+        // reaches the same positions by many move orders).
+        exact_cache_key: false,
         ..SearchParams::default()
     }
 }

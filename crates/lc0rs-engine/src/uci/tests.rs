@@ -232,8 +232,10 @@ fn task_workers_take_lc0s_range_with_minus_one_for_its_default() {
 }
 
 #[test]
-fn the_nn_cache_key_is_exact_unless_lc0s_is_asked_for() {
+fn the_nn_cache_key_is_lc0s_unless_the_exact_one_is_asked_for() {
     let (mut engine, lines) = slow_engine();
+    assert!(!engine.params.exact_cache_key);
+    engine.handle("setoption name NNCacheExactKey value true");
     assert!(engine.params.exact_cache_key);
     engine.handle("setoption name NNCacheExactKey value false");
     assert!(!engine.params.exact_cache_key);
