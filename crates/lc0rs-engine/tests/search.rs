@@ -689,3 +689,59 @@ fn lc0s_cache_key_answers_transpositions_without_the_backend() {
         "evaluated with lc0's key {lc0s}, with the exact key {exact}"
     );
 }
+
+/// The tree under the root as (move into the node, visits, value sum) in depth-first order.
+fn tree_dump(search: &Search) -> Vec<(Option<shakmaty::Move>, u32, f64)> {
+    let tree = search.tree();
+    let mut out = Vec::new();
+    let mut stack = vec![ROOT];
+    while let Some(index) = stack.pop() {
+        let node = tree.node(index);
+        out.push((
+            (index != ROOT).then(|| tree.mv(index)).flatten(),
+            node.visits,
+            node.value_sum,
+        ));
+        stack.extend(tree.children(index).filter_map(|e| tree.child_node(e)));
+    }
+    out
+}
+
+#[test]
+fn a_tree_prepared_for_the_expected_reply_equals_the_one_reuse_copies() {
+    let run = |prepare: bool, played: &dyn Fn(&[shakmaty::Move]) -> Vec<shakmaty::Move>| {
+        let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
+        let mut search = Search::new(backend, SearchParams::default());
+        search.set_position(history("startpos moves e2e4 e7e5 g1f3"));
+        let result = search_nodes(&mut search, 600);
+        assert!(result.info.pv.len() >= 2, "{:?}", result.info.pv);
+        if prepare {
+            search.prepare_next_move();
+            assert_eq!(search.prepared_moves(), Some(&result.info.pv[..2]));
+        }
+        search.advance(&played(&result.info.pv));
+        let kept = tree_dump(&search);
+        let next = search_nodes(&mut search, 200);
+        (kept, next.best_move, search.root_visits())
+    };
+    // The expected two moves (what the preparation copies), and another reply.
+    let expected = |pv: &[shakmaty::Move]| pv[..2].to_vec();
+    let other = |pv: &[shakmaty::Move]| {
+        let mut position = history("startpos moves e2e4 e7e5 g1f3")
+            .last()
+            .position
+            .clone()
+            .unwrap();
+        position.play_unchecked(pv[0]);
+        let reply = position
+            .legal_moves()
+            .into_iter()
+            .find(|m| *m != pv[1])
+            .unwrap();
+        vec![pv[0], reply]
+    };
+    let copied = run(false, &expected);
+    assert!(copied.0.len() > 1, "the expected reply's subtree is kept");
+    assert_eq!(run(true, &expected), copied);
+    assert_eq!(run(true, &other), run(false, &other));
+}

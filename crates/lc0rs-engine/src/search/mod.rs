@@ -273,6 +273,10 @@ pub struct Search {
     /// copy into: a new tree writes megabytes (its chunk table and first chunk of nodes), 1–2
     /// ms a move that a GUI's clock would otherwise count.
     spare: Option<Tree>,
+    /// The subtree after the expected two moves (this search's best move and the reply it
+    /// expects), copied ahead by [`Search::prepare_next_move`]: when those are played, the next
+    /// search starts on it without a copy.
+    prepared: Option<(Vec<Move>, Tree)>,
     root: PositionHistory,
     /// The threads and minibatch the backend was last warmed up for.
     warmed: Option<(usize, usize)>,
@@ -287,6 +291,7 @@ impl Search {
             fill: HistoryFill::FenOnly,
             tree: RwLock::new(Tree::default()),
             spare: None,
+            prepared: None,
             root: PositionHistory::startpos(),
             warmed: None,
         }
@@ -358,6 +363,7 @@ impl Search {
     /// Searches `history` from scratch (a new game or an unrelated position).
     pub fn set_position(&mut self, history: PositionHistory) {
         self.root = history;
+        self.prepared = None;
         *self.tree_mut() = Tree::default();
     }
 
@@ -368,6 +374,16 @@ impl Search {
 
     /// Plays `moves` from the current root, keeping the subtree under them.
     pub fn advance(&mut self, moves: &[Move]) {
+        if let Some((expected, tree)) = self.prepared.take() {
+            if expected == moves {
+                for m in moves {
+                    self.root.play(*m);
+                }
+                drop_elsewhere(std::mem::replace(self.tree_mut(), tree));
+                return;
+            }
+            drop_elsewhere(tree);
+        }
         let mut index = ROOT;
         let mut reusable = true;
         for m in moves {
@@ -389,10 +405,30 @@ impl Search {
         drop_elsewhere(std::mem::replace(tree, kept));
     }
 
-    /// Makes the empty tree the next [`Search::advance`] copies into, if there is none: for
-    /// the time between two searches (after the answer, while the opponent thinks).
-    pub fn make_spare_tree(&mut self) {
+    /// Work for the time between two searches (after the answer, while the opponent thinks),
+    /// so that the next move's tree reuse costs little on the clock: an empty tree for it to
+    /// copy into, and the subtree after the best move and the reply the search expects, copied
+    /// ahead (the copy takes milliseconds in a large tree).
+    pub fn prepare_next_move(&mut self) {
         self.spare.get_or_insert_with(Tree::default);
+        let tree = self.tree_mut();
+        let mut index = ROOT;
+        let mut moves = Vec::with_capacity(2);
+        for _ in 0..2 {
+            let best = tree.ranked_children(index).first().copied();
+            let Some((edge, child)) = best.and_then(|e| Some((e, tree.child_node(e)?))) else {
+                return;
+            };
+            moves.push(tree.edge(edge).mv);
+            index = child;
+        }
+        let copy = tree.subtree(index, Tree::default());
+        self.prepared = Some((moves, copy));
+    }
+
+    /// The moves whose subtree [`Search::prepare_next_move`] copied ahead, if any.
+    pub fn prepared_moves(&self) -> Option<&[Move]> {
+        self.prepared.as_ref().map(|(moves, _)| moves.as_slice())
     }
 
     pub fn history(&self) -> &PositionHistory {

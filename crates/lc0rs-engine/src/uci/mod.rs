@@ -439,8 +439,12 @@ impl Engine {
                 }
             }
             let used = started.elapsed();
-            // After the answer, off the clock: the next move's tree reuse copies into it.
-            search.make_spare_tree();
+            // After the answer, off the clock; not after a ponder search, whose tree the
+            // search after `ponderhit` goes on growing, nor after analysis (`go infinite`),
+            // whose tree can be too large to copy before the next `go` arrives.
+            if !endless {
+                search.prepare_next_move();
+            }
             (search, used)
         });
         self.running = Some(Running {
