@@ -14,14 +14,44 @@ use lc0rs::chess::history::HistoryEntry;
 /// Bytes hashed for a key: each plane's mask and value, then the position's hash.
 const KEY_BYTES: usize = INPUT_PLANES * 12 + 8;
 
-/// What the network said about a position: its value for the side to move, and the legal
-/// moves with their priors, most likely first (as the tree stores a node's children).
+/// What the network said about a position, as the cache keeps it: its value for the side to
+/// move and one prior per legal move, in the order the position's legal moves are generated
+/// (as lc0's cache keeps them), four bytes a move; [`CachedEval::children`] turns them into a
+/// node's children again.
 #[derive(Debug, Clone)]
 pub struct CachedEval {
     pub q: f32,
     pub d: f32,
-    pub m: f32,
-    pub children: Vec<(Move, f32)>,
+    pub priors: Box<[f32]>,
+}
+
+impl CachedEval {
+    /// The children of the position whose legal moves are `legal` (in generation order), most
+    /// likely first, as [`sorted_children`] made them when the position was evaluated; `None`
+    /// if the count differs (another position under the same key: a 64-bit hash collision).
+    pub fn children(&self, legal: &[Move]) -> Option<Vec<(Move, f32)>> {
+        (legal.len() == self.priors.len()).then(|| sorted_children(&self.priors, |i| legal[i]))
+    }
+}
+
+/// A node's children from its legal moves' priors (`priors[i]` the prior of `legal(i)`), most
+/// likely first, equal priors in the legal moves' order (as a stable sort by prior leaves
+/// them). Sorted as integers: a prior is ≥ 0, so its bits (the sign bit dropped, which a
+/// softmax never sets) order as it does, and the key is their complement above the move's
+/// index.
+pub fn sorted_children(priors: &[f32], legal: impl Fn(usize) -> Move) -> Vec<(Move, f32)> {
+    let mut keys: Vec<u64> = priors
+        .iter()
+        .zip(0u64..)
+        .map(|(p, i)| (u64::from(!(p.to_bits() & 0x7fff_ffff)) << 32) | i)
+        .collect();
+    keys.sort_unstable();
+    keys.into_iter()
+        .map(|key| {
+            let i = (key & 0xffff_ffff) as usize;
+            (legal(i), priors[i])
+        })
+        .collect()
 }
 
 /// A bounded map; the oldest entries leave first.
@@ -116,8 +146,7 @@ mod tests {
         CachedEval {
             q,
             d: 0.0,
-            m: 0.0,
-            children: Vec::new(),
+            priors: Box::new([]),
         }
     }
 

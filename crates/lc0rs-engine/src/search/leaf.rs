@@ -15,7 +15,7 @@ use lc0rs::chess::policy_index::moves_with_indices;
 use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory, encode_position};
 use lc0rs::weights::format::InputFormat;
 
-use super::cache::{CachedEval, NnCache};
+use super::cache::{CachedEval, NnCache, sorted_children};
 use super::game_result;
 use super::tasks::{Chunks, TaskWorkers};
 use super::tree::{Proof, Tree};
@@ -55,7 +55,7 @@ pub(super) enum LeafOutcome {
     /// lc0's two-fold draw, first found now: the plies of the repetition's cycle.
     TwoFold(u16),
     /// Held by the NN cache (looked up here, without the tree's lock).
-    Cached(CachedEval),
+    Cached(Evaluation),
     /// For the network.
     Evaluate(Box<NetInput>),
 }
@@ -144,17 +144,26 @@ fn outcome(
     if let Some(cycle) = two_fold_draw(history, plies) {
         return LeafOutcome::TwoFold(cycle);
     }
+    let from_cache = |key| {
+        let eval: CachedEval = cached(key)?;
+        let children = eval.children(&moves)?;
+        Some(LeafOutcome::Cached(Evaluation {
+            q: eval.q,
+            d: eval.d,
+            children,
+        }))
+    };
     // lc0's key needs no encoding: a position found in the cache is never encoded.
     let position_key = (!encoding.exact_key).then(|| NnCache::position_key(entry));
-    if let Some(eval) = position_key.and_then(cached) {
-        return LeafOutcome::Cached(eval);
+    if let Some(found) = position_key.and_then(from_cache) {
+        return found;
     }
     let encoded = encode_position(history, encoding.format, encoding.fill);
     let key = position_key.unwrap_or_else(|| NnCache::key(&encoded.planes, entry.key));
     if position_key.is_none()
-        && let Some(eval) = cached(key)
+        && let Some(found) = from_cache(key)
     {
-        return LeafOutcome::Cached(eval);
+        return found;
     }
     LeafOutcome::Evaluate(Box::new(NetInput {
         planes: encoded.planes,
@@ -208,35 +217,36 @@ impl Replay {
     }
 }
 
-/// A leaf's children as the tree stores them: the legal moves with their priors (the softmax
-/// at `temperature` of their logits, `logits[i]` the logit of `legal[i]`), most likely first.
-pub(super) fn children(
+/// What the network said about a leaf, as the tree takes it: its value for the side to move,
+/// and its children (the legal moves with their priors, most likely first).
+#[derive(Debug, Clone)]
+pub(super) struct Evaluation {
+    pub q: f32,
+    pub d: f32,
+    pub children: Vec<(Move, f32)>,
+}
+
+/// A leaf's evaluation from the network's outputs (`logits[i]` the logit of `legal[i]`, the
+/// priors their softmax at `temperature`), and the same as the NN cache keeps it.
+pub(super) fn evaluation(
+    [q, d]: [f32; 2],
     logits: &[f32],
     legal: &[(Move, usize)],
     temperature: f32,
-) -> Vec<(Move, f32)> {
+) -> (Evaluation, CachedEval) {
     debug_assert_eq!(logits.len(), legal.len(), "a logit for each legal move");
     let priors = softmax(logits, temperature);
-    // Most likely first, equal priors in the legal moves' order (as a stable sort by prior
-    // leaves them), sorted as integers: a prior is ≥ 0, so its bits (the sign bit dropped,
-    // which a softmax never sets) order as it does, and the key is their complement above
-    // the move's index.
-    let mut keys: Vec<u64> = priors
-        .iter()
-        .zip(0u64..)
-        .map(|(p, i)| (u64::from(!(p.to_bits() & 0x7fff_ffff)) << 32) | i)
-        .collect();
-    keys.sort_unstable();
-    keys.into_iter()
-        .map(|key| {
-            let i = (key & 0xffff_ffff) as usize;
-            (legal[i].0, priors[i])
-        })
-        .collect()
+    let children = sorted_children(&priors, |i| legal[i].0);
+    let cached = CachedEval {
+        q,
+        d,
+        priors: priors.into_boxed_slice(),
+    };
+    (Evaluation { q, d, children }, cached)
 }
 
 /// Expands the leaf at the end of `path` with an evaluation and backs it up.
-pub(super) fn expand_and_back_up(tree: &mut Tree, path: &[u32], eval: &CachedEval) {
+pub(super) fn expand_and_back_up(tree: &mut Tree, path: &[u32], eval: &Evaluation) {
     let leaf = *path.last().expect("a path holds the root");
     tree.expand(leaf, &eval.children);
     // The network's Q is for the side to move at the leaf; the leaf stores the mover's.
@@ -333,7 +343,8 @@ mod tests {
     }
 
     #[test]
-    fn children_come_most_likely_first_with_the_softmax_of_their_logits() {
+    fn children_come_most_likely_first_with_the_softmax_of_their_logits_from_the_network_and_the_cache()
+     {
         let root = PositionHistory::from_spec("startpos").unwrap();
         let legal: Vec<(Move, usize)> = root
             .last()
@@ -345,7 +356,14 @@ mod tests {
         // The moves' logits in their order (their policy indices play no part): 0, ln 3, ln 2,
         // so priors 1/6, 3/6, 2/6.
         let logits = [0.0, 3f32.ln(), 2f32.ln()];
-        let got = children(&logits, &legal, 1.0);
+        let (got, cached) = evaluation([0.25, 0.5], &logits, &legal, 1.0);
+        assert_eq!((got.q, got.d, cached.q, cached.d), (0.25, 0.5, 0.25, 0.5));
+        // The cache keeps the priors in the legal moves' order and sorts them again when the
+        // position is found: the same children, bit for bit, or none for another move count.
+        let moves: Vec<Move> = legal.iter().map(|&(m, _)| m).collect();
+        assert_eq!(cached.children(&moves), Some(got.children.clone()));
+        assert_eq!(cached.children(&moves[..2]), None);
+        let got = got.children;
         let expected = [
             (legal[1].0, 0.5),
             (legal[2].0, 1.0 / 3.0),
@@ -356,7 +374,9 @@ mod tests {
             assert!((p - ep).abs() < 1e-6, "{p} vs {ep}");
         }
         // Equal priors keep the legal moves' order, after the more likely ones.
-        let got = children(&[0.0, 1.0, 0.0], &legal, 1.0);
+        let got = evaluation([0.0; 2], &[0.0, 1.0, 0.0], &legal, 1.0)
+            .0
+            .children;
         let order: Vec<Move> = got.iter().map(|&(m, _)| m).collect();
         assert_eq!(order, [legal[1].0, legal[0].0, legal[2].0]);
     }

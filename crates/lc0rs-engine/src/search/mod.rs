@@ -60,7 +60,9 @@ pub struct SearchParams {
     /// lc0's MaxOutOfOrderEvalsFactor: a gathering ends once the leaves answered without the
     /// backend (game ends, cached positions) reach this many times the minibatch.
     pub max_out_of_order_evals_factor: f32,
-    /// NN cache entries.
+    /// NN cache entries (lc0's NNCacheSize, 2,000,000 as in lc0: in a game the cache holds
+    /// every position the game's searches evaluated, and a later search finds the positions
+    /// its tree did not keep, transpositions from earlier moves, in it).
     pub cache_size: usize,
     /// Whether the NN cache keys a position by the network's whole input, its history
     /// included (the library's default: a search's results then depend on the inputs alone),
@@ -101,7 +103,7 @@ impl Default for SearchParams {
             collision_scaling_end: 145_000,
             collision_scaling_power: 1.25,
             max_out_of_order_evals_factor: 2.4,
-            cache_size: 200_000,
+            cache_size: 2_000_000,
             exact_cache_key: true,
             max_tree_nodes: 40_000_000,
             chess960: false,

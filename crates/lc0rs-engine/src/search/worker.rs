@@ -22,7 +22,8 @@ use lc0rs::chess::{HistoryFill, InputPlanes, PositionHistory};
 
 use super::cache::{CachedEval, NnCache};
 use super::leaf::{
-    self, LeafOutcome, NetInput, PreparedLeaf, answer_by_rules, children, expand_and_back_up,
+    self, Evaluation, LeafOutcome, NetInput, PreparedLeaf, answer_by_rules, evaluation,
+    expand_and_back_up,
 };
 use super::pick::{self, Collision, PassInput, collision_budget};
 use super::profile::{Phase, SearchProfile};
@@ -289,10 +290,10 @@ impl<'a> Context<'a> {
                 stats.batches += 1;
                 stats.evaluated += pending.len() as u64;
                 to_cache.reserve(pending.len());
-                for (leaf, eval) in pending.iter().zip(evals) {
+                for (leaf, (eval, cached)) in pending.iter().zip(evals) {
                     expand_and_back_up(&mut tree, &leaf.path, &eval);
                     stats.record_depth(leaf.path.len());
-                    to_cache.push((leaf.input.key, eval));
+                    to_cache.push((leaf.input.key, cached));
                 }
                 Ok(())
             }
@@ -332,7 +333,7 @@ impl<'a> Context<'a> {
         tasks: &TaskWorkers<'c>,
         output: PickedOutput,
         pending: &mut [PendingLeaf],
-    ) -> Vec<CachedEval> {
+    ) -> Vec<(Evaluation, CachedEval)> {
         let temperature = self.params.policy_temperature;
         let legal = pending
             .iter_mut()
@@ -344,11 +345,9 @@ impl<'a> Context<'a> {
             legal,
             Chunks::Even,
             || (),
-            move |(), (i, legal)| CachedEval {
-                q: output.q[i],
-                d: output.d[i],
-                m: output.m[i],
-                children: children(output.logits_of(i), &legal, temperature),
+            move |(), (i, legal)| {
+                let values = [output.q[i], output.d[i]];
+                evaluation(values, output.logits_of(i), &legal, temperature)
             },
         )
     }
