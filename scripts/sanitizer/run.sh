@@ -4,9 +4,13 @@
 # one tool, with small position counts so that each run stays within minutes:
 #   - the bundled nets at batch 1 and 7 (16 positions);
 #   - T82- and BT4-shaped nets (generated once into NETDIR): one forward at batch 1 and one at
-#     batch 64;
-# each with both attention kernels (tensor-core `mma`, `portable`) and both GEMM paths (`lt`,
-# `blas`), buffers sized for the run's largest batch. JOBS runs (default 8) go side by side on
+#     batch 64; each with both attention kernels (tensor-core `mma`, `portable`) and both GEMM
+#     paths (`lt`, `blas`);
+#   - residual towers: the `tiny-se` and T78-shaped nets (generated into NETDIR) and Maia 1900
+#     (MAIA, default target/maia/maia-1900.pb.gz, from scripts/fetch-maia.sh), at the same batch
+#     sizes, with the Winograd convolutions (`conv=winograd2`, the default) over both GEMM paths
+#     and the direct form (`conv=gather`);
+# buffers sized for the run's largest batch. JOBS runs (default 8) go side by side on
 # the one GPU; each writes one line into LOGDIR/TOOL.txt (the most frequent findings under it).
 # Environment: JOBS; BATCHES (the T82/BT4 batch sizes, default "1 64"); EXTRA_OPTIONS (added
 # to every option set, e.g. gemm_timing=false); RUN_TIMEOUT (seconds one run may take, default
@@ -25,13 +29,14 @@
 #
 #   scripts/sanitizer/run.sh [LC0RS_BINARY] [NETDIR] [LOGDIR] [TOOLS] [NETS]
 #     TOOLS: comma-separated subset of memcheck,racecheck,initcheck,synccheck (default: all)
-#     NETS:  comma-separated subset of tiny,tiny-dense,t82,bt4 (default: all)
+#     NETS:  comma-separated subset of tiny,tiny-dense,t82,bt4,tiny-se,t78,maia (default: all)
 set -u
 lc0rs=$(realpath "${1:-target/release/lc0rs}")
 netdir=${2:-/tmp/lc0rs-nets}
 logdir=${3:-/tmp/lc0rs-sanitizer}
 tools=${4:-memcheck,racecheck,initcheck,synccheck}
-nets=${5:-tiny,tiny-dense,t82,bt4}
+nets=${5:-tiny,tiny-dense,t82,bt4,tiny-se,t78,maia}
+maia=${MAIA:-target/maia/maia-1900.pb.gz}
 jobs=${JOBS:-8}
 batches=${BATCHES:-1 64}
 extra=${EXTRA_OPTIONS:+,$EXTRA_OPTIONS}
@@ -51,20 +56,30 @@ rm -f "$logdir"/runs/*
 # The generated nets first, so that a failure stops the script here.
 for net in ${nets//,/ }; do
   case $net in
-    t82 | bt4)
+    t82 | bt4 | tiny-se | t78)
       [ -f "$netdir/$net.pb.gz" ] || "$lc0rs" gen-net --preset "$net" --seed 82 -o "$netdir/$net.pb.gz" >/dev/null \
         || { echo "gen-net $net failed" >&2; exit 2; } ;;
+    maia) [ -f "$maia" ] || { echo "no Maia net at $maia (scripts/fetch-maia.sh fetches it; MAIA names another path)" >&2; exit 2; } ;;
     tiny | tiny-dense) ;;
-    *) echo "unknown net $net (tiny, tiny-dense, t82, bt4)" >&2; exit 2 ;;
+    *) echo "unknown net $net (tiny, tiny-dense, t82, bt4, tiny-se, t78, maia)" >&2; exit 2 ;;
   esac
 done
 
-option_sets=("attention=mma,gemm=lt" "attention=mma,gemm=blas" "attention=portable,gemm=lt" "attention=portable,gemm=blas")
+attention_options=("attention=mma,gemm=lt" "attention=mma,gemm=blas" "attention=portable,gemm=lt" "attention=portable,gemm=blas")
+tower_options=("conv=winograd2,gemm=lt" "conv=winograd2,gemm=blas" "conv=gather,gemm=lt")
 # Per net: "weights batch-sizes positions" for each selftest run.
 net_runs() {
   case $1 in
     tiny | tiny-dense) echo "bundled:$1 1,7 16" ;;
-    t82 | bt4) for b in $batches; do echo "$netdir/$1.pb.gz $b $b"; done ;;
+    t82 | bt4 | tiny-se | t78) for b in $batches; do echo "$netdir/$1.pb.gz $b $b"; done ;;
+    maia) for b in $batches; do echo "$(realpath "$maia") $b $b"; done ;;
+  esac
+}
+# Per net: the option sets its runs take (a tower has no attention, a body no convolutions).
+net_options() {
+  case $1 in
+    tiny-se | t78 | maia) printf '%s\n' "${tower_options[@]}" ;;
+    *) printf '%s\n' "${attention_options[@]}" ;;
   esac
 }
 
@@ -124,7 +139,7 @@ export sanitizer lc0rs logdir extra library_kernels run_timeout scope_filter SCO
 for tool in ${tools//,/ }; do
   for net in ${nets//,/ }; do
     net_runs "$net" | while read -r weights batches positions; do
-      for options in "${option_sets[@]}"; do echo "$tool $weights $batches $positions $options"; done
+      net_options "$net" | while read -r options; do echo "$tool $weights $batches $positions $options"; done
     done
   done
 done | xargs -P "$jobs" -L 1 bash -c 'run_one "$@"' _
