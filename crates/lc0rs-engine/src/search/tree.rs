@@ -506,7 +506,10 @@ impl Tree {
             n.two_fold = 0;
             return;
         }
-        for edge in self.children(index) {
+        // Only the spawned edges can lead to nodes (see `Tree::spawned_edges`).
+        let spawned = self.node(index).spawned.load(Relaxed);
+        let first = self.node(index).first_edge;
+        for edge in first..first + u32::from(spawned) {
             if let Some(child) = self.child_node(edge) {
                 path.push(child);
                 self.revert_broken_two_folds(path);
