@@ -343,8 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn children_come_most_likely_first_with_the_softmax_of_their_logits_from_the_network_and_the_cache()
-     {
+    fn children_come_most_likely_first_and_come_back_alike_from_the_cache() {
         let root = PositionHistory::from_spec("startpos").unwrap();
         let legal: Vec<(Move, usize)> = root
             .last()
