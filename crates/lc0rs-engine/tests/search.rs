@@ -444,6 +444,37 @@ fn a_gpu_like_backend_gets_two_threads_whose_calls_overlap() {
 }
 
 #[test]
+fn below_single_thread_visits_a_second_thread_waits_and_then_joins() {
+    let run = |threads, single_thread_visits| {
+        let backend = Arc::new(Overlapping {
+            inner: cpu_backend(),
+            running: AtomicUsize::new(0),
+            most_at_once: AtomicUsize::new(0),
+        });
+        let params = SearchParams {
+            threads,
+            single_thread_visits,
+            minibatch: 8,
+            ..SearchParams::default()
+        };
+        let mut search = Search::new(backend.clone(), params);
+        search.set_position(history("startpos moves e2e4 e7e5"));
+        let result = search_nodes(&mut search, 120);
+        assert_tree_consistent(&search, 0, 120);
+        let most_at_once = backend.most_at_once.load(Ordering::SeqCst);
+        (tree_dump(&search), result.best_move, most_at_once)
+    };
+    // Below the threshold the second thread never gathers: the first gathers as if alone (the
+    // idling rule, which ends a batch early for the other thread's sake, does not apply), so
+    // the tree is the one-thread search's, node for node.
+    let alone = run(1, 0);
+    assert_eq!(alone.2, 1);
+    assert_eq!(run(2, 200), alone);
+    // From the threshold on it gathers while the first thread's call is under way.
+    assert_eq!(run(2, 40).2, 2);
+}
+
+#[test]
 fn proven_mates_are_scored_as_mates() {
     let backend: Arc<dyn Backend> = Arc::from(cpu_backend());
     let params = SearchParams {

@@ -78,6 +78,13 @@ pub struct SearchParams {
     pub chess960: bool,
     /// Search threads over the one tree; 0 chooses by backend (see [`Search::threads`]).
     pub threads: usize,
+    /// The root's visits (those kept from the last search included) below which only the
+    /// first search thread gathers; the others join once the root has them (0: all threads
+    /// from the start, as lc0). A second thread picks its leaves while the first one's are in
+    /// flight, blind to their values; in a small tree that batch is a large share of what the
+    /// tree knows, and at 100 nodes a move two threads played weaker than one, in lc0 as in
+    /// lc0rs. In a large tree (a reused one, most moves of a game) nothing changes.
+    pub single_thread_visits: u64,
     /// Threads that help each search thread prepare leaves (lc0's TaskWorkers, per search
     /// thread); `None` chooses as lc0 does (see [`Search::task_workers`]).
     pub task_workers: Option<usize>,
@@ -108,6 +115,7 @@ impl Default for SearchParams {
             max_tree_nodes: 40_000_000,
             chess960: false,
             threads: 0,
+            single_thread_visits: 0,
             task_workers: None,
             multipv: 1,
             smart_pruning_factor: 0.0,
@@ -520,7 +528,10 @@ impl Search {
         let outcome = std::thread::scope(|scope| {
             tasks.run(scope, || {
                 let helpers: Vec<_> = (1..threads)
-                    .map(|_| scope.spawn(|| context.run_thread(&tasks, &plan, &mut || {})))
+                    .map(|thread| {
+                        let (context, tasks, plan) = (&context, &tasks, &plan);
+                        scope.spawn(move || context.run_thread(tasks, plan, thread, &mut || {}))
+                    })
                     .collect();
                 let mut report = || {
                     let info = {
@@ -536,7 +547,7 @@ impl Search {
                     };
                     on_batch(&info);
                 };
-                let mine = context.run_thread(&tasks, &plan, &mut report);
+                let mine = context.run_thread(&tasks, &plan, 0, &mut report);
                 helpers
                     .into_iter()
                     .map(|h| h.join().unwrap_or(Err(SearchError::ThreadFailed)))

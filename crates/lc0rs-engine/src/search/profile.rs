@@ -22,6 +22,9 @@ pub enum Phase {
     LockWait,
     /// Sleeping because every playout collided with another thread's batch.
     CollisionWait,
+    /// A search thread other than the first, sleeping until the tree is large enough for it
+    /// to gather (`SearchParams::single_thread_visits`).
+    JoinWait,
 }
 
 /// Time per phase summed over the threads, and how long a backend call was in flight.
@@ -33,6 +36,7 @@ pub struct PhaseTimes {
     pub back_up: Duration,
     pub lock_wait: Duration,
     pub collision_wait: Duration,
+    pub join_wait: Duration,
     /// How long at least one backend call was in flight.
     pub backend_in_flight: Duration,
 }
@@ -45,14 +49,15 @@ impl PhaseTimes {
         let busy = ms(self.backend_in_flight) / ms(elapsed).max(1e-9) * 100.0;
         format!(
             "thread time (ms): gather {:.0}, leaves {:.0}, backend {:.0}, back-up {:.0}, \
-             lock wait {:.0}, collision wait {:.0}; a backend call in flight {busy:.0}% of \
-             {:.0} ms",
+             lock wait {:.0}, collision wait {:.0}, join wait {:.0}; a backend call in flight \
+             {busy:.0}% of {:.0} ms",
             ms(self.gather),
             ms(self.leaves),
             ms(self.backend),
             ms(self.back_up),
             ms(self.lock_wait),
             ms(self.collision_wait),
+            ms(self.join_wait),
             ms(elapsed),
         )
     }
@@ -75,6 +80,7 @@ impl SearchProfile {
             Phase::BackUp => &mut t.back_up,
             Phase::LockWait => &mut t.lock_wait,
             Phase::CollisionWait => &mut t.collision_wait,
+            Phase::JoinWait => &mut t.join_wait,
         };
         *total += time;
     }
@@ -144,7 +150,7 @@ mod tests {
         assert_eq!(
             line,
             "thread time (ms): gather 12, leaves 7, backend 30, back-up 0, lock wait 4, \
-             collision wait 0; a backend call in flight 75% of 40 ms"
+             collision wait 0, join wait 0; a backend call in flight 75% of 40 ms"
         );
     }
 }

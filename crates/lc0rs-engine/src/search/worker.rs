@@ -192,17 +192,29 @@ impl<'a> Context<'a> {
     /// One thread's loop: batches until `plan` says stop, another thread finished, or the
     /// backend fails; `after_batch` runs (without the lock) after each of this thread's
     /// back-ups. `tasks` prepare the leaves of large passes and the children of a batch's
-    /// leaves.
+    /// leaves. `thread` 0 is the first search thread; the others wait for the root's
+    /// [`SearchParams::single_thread_visits`] before they gather.
     pub fn run_thread<'c>(
         &'c self,
         tasks: &TaskWorkers<'c>,
         plan: &BatchPlan,
+        thread: usize,
         after_batch: &mut dyn FnMut(),
     ) -> Result<(), SearchError> {
         let mut sharing = pick::Sharing::default();
         loop {
             let busy = tasks.busy();
             let mut state = self.lock_counted();
+            if thread > 0 && self.waits_to_join(&state) {
+                drop(busy);
+                let start = Instant::now();
+                let (mut state, _) = self
+                    .backed_up
+                    .wait_timeout(state, COLLISION_WAIT)
+                    .unwrap_or_else(|e| e.into_inner());
+                state.stats.profile.add(Phase::JoinWait, start.elapsed());
+                continue;
+            }
             let Some(target) = self.next_batch(&mut state, plan) else {
                 return Ok(());
             };
@@ -242,6 +254,15 @@ impl<'a> Context<'a> {
             self.evaluate(tasks, gathered.pending)?;
             after_batch();
         }
+    }
+
+    /// Whether a search thread other than the first still waits to gather: the root has
+    /// fewer visits than [`SearchParams::single_thread_visits`] and the search goes on (the
+    /// stop flag is checked at every wake-up, after a back-up or within [`COLLISION_WAIT`]).
+    fn waits_to_join(&self, state: &TreeState) -> bool {
+        !state.finished
+            && !self.stop.load(Ordering::Relaxed)
+            && state.visits() < self.params.single_thread_visits
     }
 
     /// The size of this thread's next batch, or `None` when the search ends: another thread
@@ -384,7 +405,7 @@ impl<'a> Context<'a> {
             && gathered.answered < out_of_order_limit
             && gathered.playouts() < target.playouts
         {
-            if self.backend_idle(&gathered) {
+            if self.backend_idle(&state, &gathered) {
                 break;
             }
             let nodes_left = target.visit_limit.map_or(usize::MAX, |n| {
@@ -474,10 +495,17 @@ impl<'a> Context<'a> {
 
     /// lc0's early end of a gathering with several threads: once something waits for the
     /// backend and no other thread is in a backend call, send it rather than let it idle.
-    fn backend_idle(&self, gathered: &Gathered) -> bool {
-        self.threads > 1
+    /// Threads still waiting to join count as none (they keep no backend busy): until the
+    /// root has [`SearchParams::single_thread_visits`], the first thread gathers as if alone.
+    fn backend_idle(&self, state: &TreeState, gathered: &Gathered) -> bool {
+        let threads = if state.visits() < self.params.single_thread_visits {
+            1
+        } else {
+            self.threads
+        };
+        threads > 1
             && !gathered.pending.is_empty()
-            && self.threads - self.in_backend.load(Ordering::Acquire) > 1
+            && threads - self.in_backend.load(Ordering::Acquire) > 1
     }
 }
 

@@ -12,6 +12,10 @@ use crate::search::time::TimeManager;
 pub const DEFAULT_MOVE_OVERHEAD_MS: u64 = 200;
 /// lc0's SmartPruningFactor in UCI mode.
 pub const DEFAULT_SMART_PRUNING_FACTOR: f32 = 1.33;
+/// The root's visits below which one search thread gathers alone (see
+/// [`SearchParams::single_thread_visits`]): about one GPU minibatch, so that a second thread's
+/// batch is never more than the tree already knows.
+pub const DEFAULT_SINGLE_THREAD_VISITS: u64 = 256;
 
 /// The search parameters of the UCI engine: the library's, with lc0's UCI-mode smart pruning.
 pub fn uci_search_params() -> SearchParams {
@@ -20,6 +24,7 @@ pub fn uci_search_params() -> SearchParams {
         // lc0's key: transpositions answered from the cache (most in endgames, where a search
         // reaches the same positions by many move orders).
         exact_cache_key: false,
+        single_thread_visits: DEFAULT_SINGLE_THREAD_VISITS,
         ..SearchParams::default()
     }
 }
@@ -37,6 +42,10 @@ impl Engine {
             ),
             "option name BackendOptions type string default".to_owned(),
             "option name Threads type spin default 0 min 0 max 128".to_owned(),
+            format!(
+                "option name SingleThreadVisits type spin default {} min 0 max 100000000",
+                p.single_thread_visits
+            ),
             "option name TaskWorkers type spin default -1 min -1 max 128".to_owned(),
             format!(
                 "option name MinibatchSize type spin default {} min 0 max 1024",
@@ -122,6 +131,7 @@ impl Engine {
             "backend" => self.reload(|c| c.backend = value.to_owned()),
             "backendoptions" => self.reload(|c| c.backend_options = value.to_owned()),
             "threads" => params.threads = parse_in(value, 0, 128)?,
+            "singlethreadvisits" => params.single_thread_visits = parse_in(value, 0, 100_000_000)?,
             // lc0's −1: chosen by the cores, the search threads and the backend.
             "taskworkers" => {
                 let count: i32 = parse_in(value, -1, 128)?;

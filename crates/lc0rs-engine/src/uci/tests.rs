@@ -246,3 +246,17 @@ fn the_nn_cache_key_is_lc0s_unless_the_exact_one_is_asked_for() {
     engine.handle("setoption name NNCacheExactKey value true");
     assert!(engine.params.exact_cache_key);
 }
+
+#[test]
+fn one_thread_gathers_alone_up_to_single_thread_visits_unless_set_to_zero() {
+    let (mut engine, lines) = slow_engine();
+    assert_eq!(engine.params.single_thread_visits, 256);
+    engine.handle("setoption name SingleThreadVisits value 0");
+    assert_eq!(engine.params.single_thread_visits, 0);
+    engine.handle("setoption name SingleThreadVisits value -5");
+    assert_eq!(engine.params.single_thread_visits, 0);
+    let told = written(&lines).last().cloned().unwrap_or_default();
+    assert!(told.contains("SingleThreadVisits"), "{told}");
+    engine.handle("setoption name SingleThreadVisits value 1000");
+    assert_eq!(engine.params.single_thread_visits, 1000);
+}
