@@ -201,20 +201,13 @@ impl<'a> Context<'a> {
         thread: usize,
         after_batch: &mut dyn FnMut(),
     ) -> Result<(), SearchError> {
+        if thread > 0 {
+            self.wait_to_join();
+        }
         let mut sharing = pick::Sharing::default();
         loop {
             let busy = tasks.busy();
             let mut state = self.lock_counted();
-            if thread > 0 && self.waits_to_join(&state) {
-                drop(busy);
-                let start = Instant::now();
-                let (mut state, _) = self
-                    .backed_up
-                    .wait_timeout(state, COLLISION_WAIT)
-                    .unwrap_or_else(|e| e.into_inner());
-                state.stats.profile.add(Phase::JoinWait, start.elapsed());
-                continue;
-            }
             let Some(target) = self.next_batch(&mut state, plan) else {
                 return Ok(());
             };
@@ -256,13 +249,35 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// Whether a search thread other than the first still waits to gather: the root has
-    /// fewer visits than [`SearchParams::single_thread_visits`] and the search goes on (the
-    /// stop flag is checked at every wake-up, after a back-up or within [`COLLISION_WAIT`]).
-    fn waits_to_join(&self, state: &TreeState) -> bool {
-        !state.finished
+    /// The search threads that gather now: the first alone while the root has fewer visits
+    /// than [`SearchParams::single_thread_visits`], then all of them (the root's visits only
+    /// grow during a search, so a thread that joined never has to wait again).
+    fn gathering_threads(&self, state: &TreeState) -> usize {
+        if state.visits() < self.params.single_thread_visits {
+            1
+        } else {
+            self.threads
+        }
+    }
+
+    /// For a search thread other than the first: sleeps until the root has
+    /// [`SearchParams::single_thread_visits`] or the search ends (woken by each back-up, and
+    /// within [`COLLISION_WAIT`] to see the stop flag).
+    fn wait_to_join(&self) {
+        let start = Instant::now();
+        // The lock's wait counts as part of this one.
+        let mut state = self.lock();
+        while self.gathering_threads(&state) == 1
+            && !state.finished
             && !self.stop.load(Ordering::Relaxed)
-            && state.visits() < self.params.single_thread_visits
+        {
+            state = self
+                .backed_up
+                .wait_timeout(state, COLLISION_WAIT)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        state.stats.profile.add(Phase::JoinWait, start.elapsed());
     }
 
     /// The size of this thread's next batch, or `None` when the search ends: another thread
@@ -498,11 +513,7 @@ impl<'a> Context<'a> {
     /// Threads still waiting to join count as none (they keep no backend busy): until the
     /// root has [`SearchParams::single_thread_visits`], the first thread gathers as if alone.
     fn backend_idle(&self, state: &TreeState, gathered: &Gathered) -> bool {
-        let threads = if state.visits() < self.params.single_thread_visits {
-            1
-        } else {
-            self.threads
-        };
+        let threads = self.gathering_threads(state);
         threads > 1
             && !gathered.pending.is_empty()
             && threads - self.in_backend.load(Ordering::Acquire) > 1
