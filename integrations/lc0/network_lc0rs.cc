@@ -20,9 +20,6 @@
     lc0rs_backend=NAME  the same as backend=NAME.
     weights=SPEC        the net lc0rs opens instead of lc0's --weights: a file, bundled:tiny,
                         preset:NAME (lc0rs' spelling).
-    encode_threads=N    threads (the computing one included) that encode a batch's positions
-                        for lc0rs through lc0's Backend interface (default: 1 on the cpu and
-                        hip-emu backends, else half the machine's hardware threads, at most 8)
     anything else       passed to lc0rs as its backend options (threads=2,max_batch=64,...);
                         lc0rs refuses what its backend does not know.
 
@@ -32,12 +29,9 @@
 */
 
 #include <algorithm>
-#include <atomic>
-#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <exception>
-#include <functional>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -46,7 +40,7 @@
 #include <span>
 #include <sstream>
 #include <string>
-#include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "neural/backend.h"
@@ -98,7 +92,6 @@ std::string FloatText(float value) {
 struct Lc0rsOptions {
   std::optional<std::string> backend;
   std::optional<std::string> weights;
-  std::optional<int> encode_threads;
   std::string passthrough;  // lc0rs' backend options, "key=value,..."
 };
 
@@ -117,23 +110,12 @@ Lc0rsOptions ReadOptions(const OptionsDict& options) {
       lc0rs_backend = value;
     } else if (key == "weights") {
       result.weights = value;
-    } else if (key == "encode_threads") {
-      throw Exception("lc0rs: encode_threads=" + value + ": a number of threads expected");
     } else {
       rest.emplace_back(key, value);
     }
   }
   for (const auto& key : OwnKeys<int>::Of(options)) {
-    const int value = options.Get<int>(key);
-    if (key == "encode_threads") {
-      if (value < 1 || value > 256) {
-        throw Exception("lc0rs: encode_threads=" + std::to_string(value) +
-                        ": between 1 and 256 threads");
-      }
-      result.encode_threads = value;
-    } else {
-      rest.emplace_back(key, std::to_string(value));
-    }
+    rest.emplace_back(key, std::to_string(options.Get<int>(key)));
   }
   for (const auto& key : OwnKeys<float>::Of(options)) {
     rest.emplace_back(key, FloatText(options.Get<float>(key)));
@@ -270,8 +252,6 @@ class Lc0rsNetwork : public Network {
   // keeps it busy; a GPU backend gains from a second thread filling the next batch.
   int GetThreads() const override { return is_cpu_ ? 1 : 2; }
   bool IsCpu() const override { return is_cpu_; }
-  // Threads that encode a batch through the Backend interface, the computing one included.
-  int EncodeThreads() const { return encode_threads_; }
   int GetMiniBatchSize() const override {
     return info_.recommended_batch > 0 ? static_cast<int>(info_.recommended_batch) : 1;
   }
@@ -288,10 +268,6 @@ class Lc0rsNetwork : public Network {
                              : pblczero::NetworkFormat::MOVES_LEFT_NONE};
     const std::string name = backend ? backend : "";
     is_cpu_ = name == "cpu" || name == "hip-emu";
-    const int hardware = static_cast<int>(std::thread::hardware_concurrency());
-    encode_threads_ = options.encode_threads ? *options.encode_threads
-                      : is_cpu_              ? 1
-                                             : std::clamp(hardware / 2, 1, 8);
     // Every batch size up to the minibatch lc0 is told to gather, from as many search threads
     // as lc0 then runs by default (GetThreads(), and one more where the backend is not a
     // CPU's), is prepared now (a GPU backend's graph capture and GEMM choice), as lc0rs' own
@@ -305,15 +281,13 @@ class Lc0rsNetwork : public Network {
          << options.passthrough << "\"; input format " << info_.input_format
          << (info_.has_wdl ? ", WDL" : "") << (info_.has_moves_left ? ", moves left" : "")
          << ", max batch " << info_.max_batch << ", recommended batch "
-         << info_.recommended_batch << ", " << encode_threads_ << " encoding thread"
-         << (encode_threads_ == 1 ? "" : "s") << ".";
+         << info_.recommended_batch << ".";
   }
 
   lc0rs_net net_ = 0;
   lc0rs_net_info info_{};
   NetworkCapabilities capabilities_{};
   bool is_cpu_ = false;
-  int encode_threads_ = 1;
 };
 
 std::unique_ptr<Network> MakeLc0rsNetwork(const std::optional<WeightsFile>& weights,
@@ -321,149 +295,70 @@ std::unique_ptr<Network> MakeLc0rsNetwork(const std::optional<WeightsFile>& weig
   return std::make_unique<Lc0rsNetwork>(weights, options);
 }
 
-// Threads that share out one batch's work. lc0 hands the Backend one position at a time, in
-// its backendbench all on one thread; encoding them one after another there took a quarter of
-// a Maia batch's time. Several computations may share the pool at once: each call queues
-// tickets for its own job and works on it too, so it never waits for a busy pool.
-class WorkerPool {
- public:
-  // `threads` counts the calling thread: 1 makes no threads, and ParallelFor runs inline.
-  explicit WorkerPool(int threads) {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { Serve(); });
-  }
-  ~WorkerPool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (std::thread& worker : workers_) worker.join();
-  }
-  WorkerPool(const WorkerPool&) = delete;
-  WorkerPool& operator=(const WorkerPool&) = delete;
-
-  // Runs body(begin, end) over [0, n) in pieces of at most `grain`, on this thread and the
-  // pool's; returns when every piece has run, rethrowing the first exception a piece threw.
-  void ParallelFor(size_t n, size_t grain, const std::function<void(size_t, size_t)>& body) {
-    auto job = std::make_shared<Job>(n, grain, body);
-    const size_t helpers = job->pieces > 1 ? std::min(workers_.size(), job->pieces - 1) : 0;
-    if (helpers > 0) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (size_t i = 0; i < helpers; ++i) tickets_.push_back(job);
-      }
-      if (helpers == 1) {
-        wake_.notify_one();
-      } else {
-        wake_.notify_all();
-      }
-    }
-    job->Work();
-    std::unique_lock<std::mutex> lock(job->mutex);
-    job->finished.wait(lock, [&] { return job->done.load() == job->pieces; });
-    if (job->error) std::rethrow_exception(job->error);
-  }
-
- private:
-  // One ParallelFor's pieces, claimed one at a time by whoever runs Work. A ticket taken after
-  // the last piece was claimed finds none left and never touches `body`, which lives on the
-  // caller's stack only until every piece is done.
-  struct Job {
-    Job(size_t n, size_t grain, const std::function<void(size_t, size_t)>& body)
-        : n(n), grain(std::max<size_t>(grain, 1)), pieces((n + this->grain - 1) / this->grain),
-          body(body) {}
-    void Work() {
-      for (size_t piece; (piece = next.fetch_add(1)) < pieces;) {
-        const size_t begin = piece * grain;
-        try {
-          body(begin, std::min(n, begin + grain));
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(mutex);
-          if (!error) error = std::current_exception();
-        }
-        if (done.fetch_add(1) + 1 == pieces) {
-          std::lock_guard<std::mutex> lock(mutex);
-          finished.notify_all();
-        }
-      }
-    }
-    const size_t n, grain, pieces;
-    const std::function<void(size_t, size_t)>& body;
-    std::atomic<size_t> next{0}, done{0};
-    std::mutex mutex;
-    std::condition_variable finished;
-    std::exception_ptr error;
-  };
-
-  void Serve() {
-    for (;;) {
-      std::shared_ptr<Job> job;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || !tickets_.empty(); });
-        if (stopping_) return;
-        job = std::move(tickets_.front());
-        tickets_.pop_front();
-      }
-      job->Work();
-    }
-  }
-
-  std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::shared_ptr<Job>> tickets_;
-  bool stopping_ = false;
-};
-
 class Lc0rsBackend;
 
-// One batch through lc0's Backend interface. AddInput (on whichever search task calls it,
-// several at once) only copies what the encoder reads: the last positions of the history and
-// the legal moves. ComputeBlocking encodes the batch and finds the legal moves' policy indices
-// on the backend's worker pool, hands the whole batch to lc0rs in one call, which reads back
-// only those logits, and applies lc0's softmax to them, again on the pool.
+// What one batch needs on the host: an lc0rs computation and the arrays passed to it. lc0 makes
+// a new computation for every batch (its backendbench too); made afresh each time, these
+// (about 3 MB for a Maia batch of 1024, on both sides of the C interface) cost their page
+// faults again every batch. The backend keeps the ones its computations leave (cleared, with
+// their capacity) for the next.
+struct BatchBuffers {
+  BatchBuffers() = default;
+  BatchBuffers(const BatchBuffers&) = delete;
+  BatchBuffers& operator=(const BatchBuffers&) = delete;
+  ~BatchBuffers() {
+    if (computation != 0) lc0rs_computation_free(computation);
+  }
+  void Clear() {
+    results.clear();
+    planes.clear();
+    counts.clear();
+    indices.clear();
+  }
+
+  lc0rs_computation computation = 0;
+  std::vector<EvalResultPtr> results;     // Where each position's outputs go.
+  std::vector<lc0rs_input_plane> planes;  // 112 a position, as lc0's encoder wrote them.
+  std::vector<uint32_t> counts;           // Of each position's policy indices,
+  std::vector<uint16_t> indices;          // the legal moves', where the policy is asked for.
+  std::vector<float> q, d, m, logits;    // The outputs.
+};
+
+// lc0's planes are copied into lc0rs' as they are, and lc0rs reads those in place.
+static_assert(sizeof(InputPlane) == sizeof(lc0rs_input_plane) &&
+              offsetof(InputPlane, mask) == offsetof(lc0rs_input_plane, mask) &&
+              offsetof(InputPlane, value) == offsetof(lc0rs_input_plane, value) &&
+              std::is_trivially_copyable_v<InputPlane>);
+
+// One batch through lc0's Backend interface: AddInput encodes a position (on whichever search
+// task calls it, several at once) and appends its planes and its legal moves' policy indices;
+// ComputeBlocking hands the whole batch to lc0rs in one call, which reads back only those
+// logits, and applies lc0's softmax to them. Through the Network interface every position's
+// 1858 logits were copied out, position by position.
 class Lc0rsBackendComputation : public BackendComputation {
  public:
   explicit Lc0rsBackendComputation(Lc0rsBackend& backend);
-  ~Lc0rsBackendComputation() override {
-    if (computation_ != 0) lc0rs_computation_free(computation_);
-  }
+  ~Lc0rsBackendComputation() override;
   Lc0rsBackendComputation(const Lc0rsBackendComputation&) = delete;
   Lc0rsBackendComputation& operator=(const Lc0rsBackendComputation&) = delete;
 
   size_t UsedBatchSize() const override {
     std::lock_guard<std::mutex> lock(mutex_);
-    return entries_.size();
+    return buffers_->results.size();
   }
   AddInputResult AddInput(const EvalPosition& pos, EvalResultPtr result) override;
   void ComputeBlocking() override;
 
  private:
-  // One position: its positions in history_ and its legal moves in moves_ (these only where
-  // the policy is asked for), and where its results go.
-  struct Entry {
-    size_t history_begin, history_size;
-    size_t moves_begin, moves_size;
-    EvalResultPtr result;
-  };
-
-  void Encode(size_t i, uint64_t* masks, float* values, uint16_t* indices) const;
-  void WriteResult(size_t i, float q, float d, float m, const float* logits) const;
-
   Lc0rsBackend& backend_;
-  lc0rs_computation computation_ = 0;
+  std::unique_ptr<BatchBuffers> buffers_;
   mutable std::mutex mutex_;
-  std::vector<Entry> entries_;
-  std::vector<Position> history_;
-  std::vector<Move> moves_;
 };
 
 class Lc0rsBackend : public Backend {
  public:
   Lc0rsBackend(std::unique_ptr<Lc0rsNetwork> network, const OptionsDict& options)
-      : pool_(network->EncodeThreads()),
-        network_(std::move(network)),
+      : network_(std::move(network)),
         backend_opts_(options.Get<std::string>(SharedBackendParams::kBackendOptionsId)),
         weights_path_(options.Get<std::string>(SharedBackendParams::kWeightsId)) {
     UpdateConfiguration(options);
@@ -502,10 +397,32 @@ class Lc0rsBackend : public Backend {
   pblczero::NetworkFormat::InputFormat input_format() const { return input_format_; }
   FillEmptyHistory fill() const { return fill_; }
   float inverse_temperature() const { return inverse_temperature_; }
-  WorkerPool& pool() { return pool_; }
+
+  // A computation's buffers: one its predecessors left, else new ones.
+  std::unique_ptr<BatchBuffers> TakeBuffers() {
+    {
+      std::lock_guard<std::mutex> lock(spare_mutex_);
+      if (!spare_.empty()) {
+        std::unique_ptr<BatchBuffers> buffers = std::move(spare_.back());
+        spare_.pop_back();
+        return buffers;
+      }
+    }
+    auto buffers = std::make_unique<BatchBuffers>();
+    Check(lc0rs_computation_create(net(), &buffers->computation), "lc0rs_computation_create");
+    return buffers;
+  }
+  // Keeps a finished computation's buffers for the next, as many as there were computations at
+  // once (lc0's search threads), up to kMaxSpareBuffers; frees the rest.
+  void ReturnBuffers(std::unique_ptr<BatchBuffers> buffers) {
+    buffers->Clear();
+    std::lock_guard<std::mutex> lock(spare_mutex_);
+    if (spare_.size() < kMaxSpareBuffers) spare_.push_back(std::move(buffers));
+  }
 
  private:
-  WorkerPool pool_;
+  static constexpr size_t kMaxSpareBuffers = 16;
+
   std::unique_ptr<Lc0rsNetwork> network_;
   const std::string backend_opts_;
   const std::string weights_path_;
@@ -513,118 +430,85 @@ class Lc0rsBackend : public Backend {
   pblczero::NetworkFormat::InputFormat input_format_{};
   float inverse_temperature_ = 1.0f;
   FillEmptyHistory fill_ = FillEmptyHistory::FEN_ONLY;
+  std::mutex spare_mutex_;
+  std::vector<std::unique_ptr<BatchBuffers>> spare_;
 };
 
-Lc0rsBackendComputation::Lc0rsBackendComputation(Lc0rsBackend& backend) : backend_(backend) {
-  Check(lc0rs_computation_create(backend_.net(), &computation_), "lc0rs_computation_create");
-}
+Lc0rsBackendComputation::Lc0rsBackendComputation(Lc0rsBackend& backend)
+    : backend_(backend), buffers_(backend.TakeBuffers()) {}
 
-// How many of a history's last positions lc0's encoder reads: the eight it writes, except for
-// the canonical v2 formats, which skip positions that are not repeats and may go back further.
-size_t EncodedHistory(pblczero::NetworkFormat::InputFormat format, size_t size) {
-  using Format = pblczero::NetworkFormat;
-  const bool skips = format == Format::INPUT_112_WITH_CANONICALIZATION_V2 ||
-                     format == Format::INPUT_112_WITH_CANONICALIZATION_V2_ARMAGEDDON;
-  return skips ? size : std::min<size_t>(size, kMoveHistory);
+Lc0rsBackendComputation::~Lc0rsBackendComputation() {
+  backend_.ReturnBuffers(std::move(buffers_));
 }
 
 BackendComputation::AddInputResult Lc0rsBackendComputation::AddInput(const EvalPosition& pos,
                                                                      EvalResultPtr result) {
-  if (pos.pos.empty()) throw Exception("lc0rs: a position without a history");
+  int transform = 0;
+  const InputPlanes planes =
+      EncodePositionForNN(backend_.input_format(), pos.pos, 8, backend_.fill(), &transform);
+  if (planes.size() != LC0RS_INPUT_PLANES) {
+    throw Exception("lc0rs: a position of " + std::to_string(planes.size()) +
+                    " input planes, " + std::to_string(LC0RS_INPUT_PLANES) + " expected");
+  }
   if (!result.p.empty() && result.p.size() != pos.legal_moves.size()) {
     throw Exception("lc0rs: room for " + std::to_string(result.p.size()) +
                     " policy entries, " + std::to_string(pos.legal_moves.size()) +
                     " legal moves");
   }
-  const size_t kept = EncodedHistory(backend_.input_format(), pos.pos.size());
-  const auto history = pos.pos.last(kept);
   const size_t moves = result.p.empty() ? 0 : pos.legal_moves.size();
   std::lock_guard<std::mutex> lock(mutex_);
-  entries_.push_back(Entry{history_.size(), kept, moves_.size(), moves, result});
-  history_.insert(history_.end(), history.begin(), history.end());
-  moves_.insert(moves_.end(), pos.legal_moves.begin(), pos.legal_moves.begin() + moves);
+  BatchBuffers& b = *buffers_;
+  b.results.push_back(result);
+  b.counts.push_back(static_cast<uint32_t>(moves));
+  const size_t base = b.planes.size();
+  b.planes.resize(base + LC0RS_INPUT_PLANES);
+  std::memcpy(b.planes.data() + base, planes.data(),
+              sizeof(lc0rs_input_plane) * LC0RS_INPUT_PLANES);
+  const size_t first = b.indices.size();
+  b.indices.resize(first + moves);
+  for (size_t k = 0; k < moves; ++k) {
+    b.indices[first + k] = MoveToNNIndex(pos.legal_moves[k], transform);
+  }
   return ENQUEUED_FOR_EVAL;
 }
 
-// Encodes position i as lc0 does, with its legal moves' policy indices.
-void Lc0rsBackendComputation::Encode(size_t i, uint64_t* masks, float* values,
-                                     uint16_t* indices) const {
-  const Entry& entry = entries_[i];
-  int transform = 0;
-  const InputPlanes planes = EncodePositionForNN(
-      backend_.input_format(),
-      std::span<const Position>(history_.data() + entry.history_begin, entry.history_size), 8,
-      backend_.fill(), &transform);
-  if (planes.size() != LC0RS_INPUT_PLANES) {
-    throw Exception("lc0rs: a position of " + std::to_string(planes.size()) +
-                    " input planes, " + std::to_string(LC0RS_INPUT_PLANES) + " expected");
-  }
-  for (size_t p = 0; p < LC0RS_INPUT_PLANES; ++p) {
-    masks[p] = planes[p].mask;
-    values[p] = planes[p].value;
-  }
-  for (size_t k = 0; k < entry.moves_size; ++k) {
-    indices[k] = MoveToNNIndex(moves_[entry.moves_begin + k], transform);
-  }
-}
-
-// Writes position i's results; its policy is lc0's softmax (its Network wrapper's) of the
-// legal moves' logits: the largest subtracted, FastExp, scaled to sum to one.
-void Lc0rsBackendComputation::WriteResult(size_t i, float q, float d, float m,
-                                          const float* logits) const {
-  const EvalResultPtr& result = entries_[i].result;
-  if (result.q) *result.q = q;
-  if (result.d) *result.d = d;
-  if (result.m) *result.m = m;
-  const std::span<float> policy = result.p;
-  const float max_logit = std::accumulate(logits, logits + policy.size(),
-                                          -std::numeric_limits<float>::infinity(),
-                                          [](float a, float b) { return std::max(a, b); });
-  const float inverse_temperature = backend_.inverse_temperature();
-  float total = 0.0f;
-  for (size_t k = 0; k < policy.size(); ++k) {
-    total += policy[k] = FastExp((logits[k] - max_logit) * inverse_temperature);
-  }
-  const float scale = total > 0.0f ? 1.0f / total : 1.0f;
-  for (float& p : policy) p *= scale;
-}
-
-// Positions a worker takes at a time: about 20 µs of encoding, more than waking a worker costs.
-constexpr size_t kEncodeGrain = 32;
-
 void Lc0rsBackendComputation::ComputeBlocking() {
-  const size_t n = entries_.size();
+  BatchBuffers& b = *buffers_;
+  const size_t n = b.results.size();
   if (n == 0) return;
-  std::vector<uint64_t> masks(n * LC0RS_INPUT_PLANES);
-  std::vector<float> values(n * LC0RS_INPUT_PLANES);
-  std::vector<uint32_t> counts(n);
-  std::vector<size_t> offsets(n);  // Of each position's first policy index.
-  for (size_t i = 0, at = 0; i < n; ++i) {
-    offsets[i] = at;
-    counts[i] = static_cast<uint32_t>(entries_[i].moves_size);
-    at += entries_[i].moves_size;
-  }
-  std::vector<uint16_t> indices(moves_.size());
-  backend_.pool().ParallelFor(n, kEncodeGrain, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      Encode(i, &masks[i * LC0RS_INPUT_PLANES], &values[i * LC0RS_INPUT_PLANES],
-             indices.data() + offsets[i]);
-    }
-  });
-  Check(lc0rs_computation_clear(computation_), "lc0rs_computation_clear");
-  Check(lc0rs_computation_add_picked(computation_, n, masks.data(), values.data(),
-                                     counts.data(), indices.data()),
-        "lc0rs_computation_add_picked");
-  Check(lc0rs_computation_compute(computation_), "lc0rs_computation_compute");
-  std::vector<float> q(n), d(n), m(n), logits(indices.size());
-  Check(lc0rs_computation_get_picked_outputs(computation_, n, q.data(), d.data(), m.data(),
-                                             logits.data(), logits.size()),
+  Check(lc0rs_computation_clear(b.computation), "lc0rs_computation_clear");
+  Check(lc0rs_computation_compute_planes(b.computation, n, b.planes.data(), b.counts.data(),
+                                         b.indices.data()),
+        "lc0rs_computation_compute_planes");
+  b.q.resize(n);
+  b.d.resize(n);
+  b.m.resize(n);
+  b.logits.resize(b.indices.size());
+  Check(lc0rs_computation_get_picked_outputs(b.computation, n, b.q.data(), b.d.data(),
+                                             b.m.data(), b.logits.data(), b.logits.size()),
         "lc0rs_computation_get_picked_outputs");
-  backend_.pool().ParallelFor(n, kEncodeGrain, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) {
-      WriteResult(i, q[i], d[i], m[i], logits.data() + offsets[i]);
+  const float inverse_temperature = backend_.inverse_temperature();
+  size_t at = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const EvalResultPtr& result = b.results[i];
+    if (result.q) *result.q = b.q[i];
+    if (result.d) *result.d = b.d[i];
+    if (result.m) *result.m = b.m[i];
+    // lc0's softmax (its Network wrapper's): the largest logit subtracted, FastExp, scaled to
+    // sum to one.
+    const std::span<float> policy = result.p;
+    const float* own = b.logits.data() + at;
+    at += policy.size();
+    const float max_logit = std::accumulate(own, own + policy.size(),
+                                            -std::numeric_limits<float>::infinity(),
+                                            [](float a, float b) { return std::max(a, b); });
+    float total = 0.0f;
+    for (size_t k = 0; k < policy.size(); ++k) {
+      total += policy[k] = FastExp((own[k] - max_logit) * inverse_temperature);
     }
-  });
+    const float scale = total > 0.0f ? 1.0f / total : 1.0f;
+    for (float& p : policy) p *= scale;
+  }
 }
 
 class Lc0rsBackendFactory : public BackendFactory {

@@ -17,8 +17,7 @@
 #   LC0_SRC_TARBALL    lc0's sources packed by scripts/lc0/pack-sources.sh (default:
 #                      .devcarry/lc0-src.tar.xz in the repository); required unless LC0_BIN
 #   LC0_BIN            an lc0 already built with the lc0rs backend: skips the build
-#   LC0RS_OPTS         lc0rs' backend options (default: threads=2,encode_threads=3: batches are
-#                      encoded on three threads, so that the check covers the worker pool)
+#   LC0RS_OPTS         lc0rs' backend options (default: threads=2)
 #   CHECK_NODES        nodes of the checked benchmark per position (default: 100)
 #   CHECK_POSITIONS    positions of the checked benchmark (default: 3)
 #   SEARCH_NODES       node limits of the UCI searches (default: "100 800")
@@ -38,7 +37,7 @@ build_root=$1
 shift
 nets=("$@")
 [ ${#nets[@]} -gt 0 ] || nets=("$repo/weights/tiny.pb.gz" "$repo/weights/tiny-dense.pb.gz")
-opts=${LC0RS_OPTS:-threads=2,encode_threads=3}
+opts=${LC0RS_OPTS:-threads=2}
 check_nodes=${CHECK_NODES:-100}
 check_positions=${CHECK_POSITIONS:-3}
 search_limits=${SEARCH_NODES:-100 800}

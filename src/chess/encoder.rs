@@ -17,7 +17,10 @@ pub const AUX_PLANE_BASE: usize = HISTORY_BOARDS * PLANES_PER_BOARD;
 const ALL_SQUARES: u64 = !0;
 
 /// One plane as lc0 sends it: `plane[s] = value` where bit `s` of `mask` is set, else 0.
+/// Laid out as C lays out lc0's `InputPlane` (a `uint64_t` mask, then a `float`), so that an
+/// embedder's array of lc0's planes can be read in place.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(C)]
 pub struct InputPlane {
     pub mask: u64,
     pub value: f32,

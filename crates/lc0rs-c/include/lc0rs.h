@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 // The version of this interface: changes whenever a declaration in the header changes.
-#define LC0RS_ABI_VERSION 4
+#define LC0RS_ABI_VERSION 5
 
 // Policy logits per position (lc0's policy index, 0 ≤ index < 1858).
 #define LC0RS_POLICY_SIZE 1858
@@ -86,6 +86,13 @@ typedef struct lc0rs_net_info {
 
 // A batch of positions being built, computed and read; 0 is never a valid handle.
 typedef uint64_t lc0rs_computation;
+
+// One input plane as lc0 holds it (`lczero::InputPlane`: a `uint64_t` mask, then a `float`
+// value): `value` on the squares whose bit is set in `mask`, 0 on the others.
+typedef struct lc0rs_input_plane {
+  uint64_t mask;
+  float value;
+} lc0rs_input_plane;
 
 #ifdef __cplusplus
 extern "C" {
@@ -367,6 +374,27 @@ enum lc0rs_status lc0rs_computation_add_picked(lc0rs_computation computation,
                                                const float *values,
                                                const uint32_t *pick_counts,
                                                const uint16_t *indices);
+
+// Evaluates `count` positions whose planes are read in place from `planes` (`count * 112`
+// of them, position after position, each position's 112 as lc0's encoder writes them), each
+// read back only at its policy indices (`pick_counts` and `indices` as for
+// `lc0rs_computation_add_picked`), in one call: the planes are not copied into the
+// computation, which is what an embedder adding large batches from one thread saves. The
+// computation must hold no positions (new, or cleared); afterwards it holds the outputs, read
+// with `lc0rs_computation_get_picked_outputs`, until it is cleared. `planes` must be aligned
+// for its `uint64_t` (`LC0RS_STATUS_INVALID_ARGUMENT` otherwise); `count` 0 computes nothing.
+//
+// One thread at a time per computation (else `LC0RS_STATUS_BUSY`).
+//
+// # Safety
+// `planes` is NULL or valid for reads of `count * 112` elements, `pick_counts` NULL or valid
+// for reads of `count`, `indices` NULL or valid for reads of their sum, none written by
+// another thread during the call.
+enum lc0rs_status lc0rs_computation_compute_planes(lc0rs_computation computation,
+                                                   size_t count,
+                                                   const struct lc0rs_input_plane *planes,
+                                                   const uint32_t *pick_counts,
+                                                   const uint16_t *indices);
 
 // Every output of a computation filled with `lc0rs_computation_add_picked`, after
 // `lc0rs_computation_compute`: for each of its `count` positions (the number added; another

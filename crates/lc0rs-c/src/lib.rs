@@ -30,10 +30,13 @@ use lc0rs::weights::{LoadOptions, Model, WeightsError, load_model_bytes};
 
 mod picked;
 
-pub use picked::{lc0rs_computation_add_picked, lc0rs_computation_get_picked_outputs};
+pub use picked::{
+    Lc0rsInputPlane, lc0rs_computation_add_picked, lc0rs_computation_compute_planes,
+    lc0rs_computation_get_picked_outputs,
+};
 
 /// The version of this interface: changes whenever a declaration in the header changes.
-pub const LC0RS_ABI_VERSION: u32 = 4;
+pub const LC0RS_ABI_VERSION: u32 = 5;
 /// Policy logits per position (lc0's policy index, 0 ≤ index < 1858).
 pub const LC0RS_POLICY_SIZE: usize = 1858;
 /// Input planes per position.
@@ -124,6 +127,8 @@ enum Error {
     Busy,
     #[error("{what} is not valid UTF-8")]
     Utf8 { what: &'static str },
+    #[error("{what} is not aligned for its type")]
+    Alignment { what: &'static str },
     #[error("{name}: {source}")]
     Load { name: String, source: WeightsError },
     #[error(transparent)]
@@ -143,7 +148,7 @@ impl Error {
                 Lc0rsStatus::OutOfRange
             }
             Error::Busy => Lc0rsStatus::Busy,
-            Error::Utf8 { .. } => Lc0rsStatus::InvalidArgument,
+            Error::Utf8 { .. } | Error::Alignment { .. } => Lc0rsStatus::InvalidArgument,
             Error::Load { .. } => Lc0rsStatus::Load,
             Error::Backend(_) => Lc0rsStatus::Backend,
             Error::Position(_) => Lc0rsStatus::Position,

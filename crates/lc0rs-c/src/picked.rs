@@ -3,7 +3,7 @@
 //! output, with every logit copied out, cost an embedder such as lc0 more than the backend's
 //! own work on a fast GPU.
 
-use lc0rs::backend::PolicyPicks;
+use lc0rs::backend::{PolicyPicks, evaluate_picked_in_passes};
 use lc0rs::chess::{InputPlane, InputPlanes};
 
 use super::{
@@ -36,38 +36,16 @@ pub unsafe extern "C" fn lc0rs_computation_add_picked(
     indices: *const u16,
 ) -> Lc0rsStatus {
     boundary(|| {
-        let planes_len = count.checked_mul(LC0RS_INPUT_PLANES).ok_or(Error::Range {
-            what: "count",
-            index: count,
-            len: usize::MAX / LC0RS_INPUT_PLANES,
-        })?;
+        let planes_len = planes_len(count)?;
         // SAFETY: the caller promises `count * 112` readable elements behind each plane
-        // pointer and `count` behind `pick_counts`.
-        let (masks, values, pick_counts) = unsafe {
+        // pointer, `count` behind `pick_counts` and their sum behind `indices`.
+        let (masks, values, (pick_counts, indices)) = unsafe {
             (
                 in_array(masks, planes_len, "masks")?,
                 in_array(values, planes_len, "values")?,
-                in_array(pick_counts, count, "pick_counts")?,
+                picks_of(count, pick_counts, indices)?,
             )
         };
-        let total = pick_counts.iter().map(|&n| n as usize).sum();
-        let indices = if total == 0 {
-            // Nothing to read: an empty array's pointer may be NULL (an empty std::vector's).
-            &[]
-        } else {
-            // SAFETY: the caller promises the sum of `pick_counts` readable elements.
-            unsafe { in_array(indices, total, "indices")? }
-        };
-        if let Some(at) = indices
-            .iter()
-            .position(|&i| usize::from(i) >= LC0RS_POLICY_SIZE)
-        {
-            return Err(Error::Range {
-                what: "policy index",
-                index: usize::from(indices[at]),
-                len: LC0RS_POLICY_SIZE,
-            });
-        }
         with_computation(computation, |c| {
             c.accepts_inputs()?;
             if c.picks.is_none() && !c.inputs.is_empty() {
@@ -77,12 +55,10 @@ pub unsafe extern "C" fn lc0rs_computation_add_picked(
                         .into(),
                 ));
             }
+            c.inputs.reserve(count);
             let picks = c.picks.get_or_insert_with(PolicyPicks::default);
-            let mut rest = indices;
-            for (position, &n) in pick_counts.iter().enumerate() {
-                let (own, next) = rest.split_at(n as usize);
-                picks.push(own.iter().map(|&i| usize::from(i)));
-                rest = next;
+            push_picks(picks, pick_counts, indices);
+            for position in 0..count {
                 c.inputs.push(planes_of(
                     &masks[position * LC0RS_INPUT_PLANES..][..LC0RS_INPUT_PLANES],
                     &values[position * LC0RS_INPUT_PLANES..][..LC0RS_INPUT_PLANES],
@@ -94,16 +70,148 @@ pub unsafe extern "C" fn lc0rs_computation_add_picked(
     })
 }
 
-/// One position's planes from its masks and values (112 of each).
-pub(super) fn planes_of(masks: &[u64], values: &[f32]) -> InputPlanes {
-    let mut planes = [InputPlane {
-        mask: 0,
-        value: 0.0,
-    }; LC0RS_INPUT_PLANES];
-    for (plane, (&mask, &value)) in planes.iter_mut().zip(masks.iter().zip(values)) {
-        *plane = InputPlane { mask, value };
+/// `count × 112`, the planes of `count` positions.
+fn planes_len(count: usize) -> Result<usize, Error> {
+    count.checked_mul(LC0RS_INPUT_PLANES).ok_or(Error::Range {
+        what: "count",
+        index: count,
+        len: usize::MAX / LC0RS_INPUT_PLANES,
+    })
+}
+
+/// The pick counts of `count` positions and their policy indices, each checked in range.
+///
+/// # Safety
+/// `pick_counts` is NULL or valid for reads of `count` elements, `indices` NULL or valid for
+/// reads of their sum.
+unsafe fn picks_of<'a>(
+    count: usize,
+    pick_counts: *const u32,
+    indices: *const u16,
+) -> Result<(&'a [u32], &'a [u16]), Error> {
+    // SAFETY: the caller's promise.
+    let pick_counts = unsafe { in_array(pick_counts, count, "pick_counts")? };
+    let total = pick_counts.iter().map(|&n| n as usize).sum();
+    let indices = if total == 0 {
+        // Nothing to read: an empty array's pointer may be NULL (an empty std::vector's).
+        &[]
+    } else {
+        // SAFETY: the caller promises the sum of `pick_counts` readable elements.
+        unsafe { in_array(indices, total, "indices")? }
+    };
+    if let Some(&bad) = indices
+        .iter()
+        .find(|&&i| usize::from(i) >= LC0RS_POLICY_SIZE)
+    {
+        return Err(Error::Range {
+            what: "policy index",
+            index: usize::from(bad),
+            len: LC0RS_POLICY_SIZE,
+        });
     }
-    planes
+    Ok((pick_counts, indices))
+}
+
+/// Appends each position's policy indices to `picks`.
+fn push_picks(picks: &mut PolicyPicks, pick_counts: &[u32], indices: &[u16]) {
+    let mut rest = indices;
+    for &n in pick_counts {
+        let (own, next) = rest.split_at(n as usize);
+        picks.push(own.iter().map(|&i| usize::from(i)));
+        rest = next;
+    }
+}
+
+/// One input plane as lc0 holds it (`lczero::InputPlane`: a `uint64_t` mask, then a `float`
+/// value): `value` on the squares whose bit is set in `mask`, 0 on the others.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Lc0rsInputPlane {
+    pub mask: u64,
+    pub value: f32,
+}
+
+// The C struct and lc0rs' own plane are one layout, so that an array of one is read as the other.
+const _: () = {
+    assert!(size_of::<Lc0rsInputPlane>() == size_of::<InputPlane>());
+    assert!(align_of::<Lc0rsInputPlane>() == align_of::<InputPlane>());
+    assert!(std::mem::offset_of!(Lc0rsInputPlane, mask) == std::mem::offset_of!(InputPlane, mask));
+    assert!(
+        std::mem::offset_of!(Lc0rsInputPlane, value) == std::mem::offset_of!(InputPlane, value)
+    );
+};
+
+/// Evaluates `count` positions whose planes are read in place from `planes` (`count * 112`
+/// of them, position after position, each position's 112 as lc0's encoder writes them), each
+/// read back only at its policy indices (`pick_counts` and `indices` as for
+/// `lc0rs_computation_add_picked`), in one call: the planes are not copied into the
+/// computation, which is what an embedder adding large batches from one thread saves. The
+/// computation must hold no positions (new, or cleared); afterwards it holds the outputs, read
+/// with `lc0rs_computation_get_picked_outputs`, until it is cleared. `planes` must be aligned
+/// for its `uint64_t` (`LC0RS_STATUS_INVALID_ARGUMENT` otherwise); `count` 0 computes nothing.
+///
+/// One thread at a time per computation (else `LC0RS_STATUS_BUSY`).
+///
+/// # Safety
+/// `planes` is NULL or valid for reads of `count * 112` elements, `pick_counts` NULL or valid
+/// for reads of `count`, `indices` NULL or valid for reads of their sum, none written by
+/// another thread during the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lc0rs_computation_compute_planes(
+    computation: Lc0rsComputation,
+    count: usize,
+    planes: *const Lc0rsInputPlane,
+    pick_counts: *const u32,
+    indices: *const u16,
+) -> Lc0rsStatus {
+    boundary(|| {
+        let planes_len = planes_len(count)?;
+        if !planes.is_null() && !planes.cast::<InputPlane>().is_aligned() {
+            return Err(Error::Alignment { what: "planes" });
+        }
+        // SAFETY: the caller promises `count * 112` readable planes, `count` pick counts and
+        // their sum of indices.
+        let (planes, (pick_counts, indices)) = unsafe {
+            (
+                in_array(planes, planes_len, "planes")?,
+                picks_of(count, pick_counts, indices)?,
+            )
+        };
+        // SAFETY: `Lc0rsInputPlane` and `InputPlane` share one layout (asserted above), and
+        // `InputPlanes` is an array of 112 of them: `count` of those are the `count × 112`
+        // planes, aligned as checked, borrowed for the call.
+        let positions: &[InputPlanes] =
+            unsafe { std::slice::from_raw_parts(planes.as_ptr().cast::<InputPlanes>(), count) };
+        with_computation(computation, |c| {
+            c.accepts_inputs()?;
+            if c.picks.is_some() || !c.inputs.is_empty() {
+                return Err(Error::State(
+                    "the computation holds positions; lc0rs_computation_compute_planes takes a \
+                     new or cleared one"
+                        .into(),
+                ));
+            }
+            let mut picks = PolicyPicks::with_capacity(count, indices.len());
+            push_picks(&mut picks, pick_counts, indices);
+            c.picked = Some(evaluate_picked_in_passes(
+                &*c.net.backend,
+                positions,
+                &picks,
+            )?);
+            c.picks = Some(picks);
+            Ok(())
+        })
+    })
+}
+
+/// One position's planes from its masks and values (112 of each), built in place: filling a
+/// zeroed array and copying it took most of the time of adding a batch.
+pub(super) fn planes_of(masks: &[u64], values: &[f32]) -> InputPlanes {
+    let (masks, values) = (&masks[..LC0RS_INPUT_PLANES], &values[..LC0RS_INPUT_PLANES]);
+    std::array::from_fn(|p| InputPlane {
+        mask: masks[p],
+        value: values[p],
+    })
 }
 
 /// Every output of a computation filled with `lc0rs_computation_add_picked`, after

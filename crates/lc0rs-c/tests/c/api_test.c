@@ -433,6 +433,74 @@ static size_t read_planes(const char *planes_path, uint64_t **masks, float **val
     return n;
 }
 
+/* The same positions read in place by lc0rs_computation_compute_planes give the outputs of
+ * `full` (the positions added one by one), and its misuse is refused with its status. */
+static void compute_planes(lc0rs_net net, size_t n, const uint64_t *masks, const float *values,
+                           const uint32_t *counts, const uint16_t *indices, size_t total,
+                           lc0rs_computation full) {
+    /* One plane more than the positions need, so that the array can start misaligned too. */
+    lc0rs_input_plane *planes = malloc((n * LC0RS_INPUT_PLANES + 1) * sizeof *planes);
+    for (size_t i = 0; i < n * LC0RS_INPUT_PLANES; i++) {
+        planes[i].mask = masks[i];
+        planes[i].value = values[i];
+    }
+    lc0rs_computation c = 0;
+    EXPECT(lc0rs_computation_create(net, &c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_compute_planes(c, n, NULL, counts, indices),
+           LC0RS_STATUS_NULL_POINTER, "planes");
+    const lc0rs_input_plane *misaligned =
+        (const lc0rs_input_plane *)((const char *)planes + 4);
+    EXPECT(lc0rs_computation_compute_planes(c, n, misaligned, counts, indices),
+           LC0RS_STATUS_INVALID_ARGUMENT, "aligned");
+    uint16_t bad = LC0RS_POLICY_SIZE;
+    uint32_t one = 1;
+    EXPECT(lc0rs_computation_compute_planes(c, 1, planes, &one, &bad), LC0RS_STATUS_OUT_OF_RANGE,
+           "policy index");
+    EXPECT(lc0rs_computation_add_planes(c, masks, values), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_compute_planes(c, n, planes, counts, indices), LC0RS_STATUS_STATE,
+           "holds positions");
+    EXPECT(lc0rs_computation_clear(c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_compute_planes(c, n, planes, counts, indices), LC0RS_STATUS_OK,
+           NULL);
+    EXPECT(lc0rs_computation_compute_planes(c, n, planes, counts, indices), LC0RS_STATUS_STATE,
+           "clear");
+    float *q = malloc(n * sizeof *q), *d = malloc(n * sizeof *d), *m = malloc(n * sizeof *m);
+    float *logits = malloc(total * sizeof *logits);
+    EXPECT(lc0rs_computation_get_picked_outputs(c, n, q, d, m, logits, total), LC0RS_STATUS_OK,
+           NULL);
+    size_t at = 0;
+    int agree = 1;
+    for (size_t i = 0; i < n; i++) {
+        float fq, fd, fm;
+        EXPECT(lc0rs_computation_get_q(full, i, &fq), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_d(full, i, &fd), LC0RS_STATUS_OK, NULL);
+        EXPECT(lc0rs_computation_get_m(full, i, &fm), LC0RS_STATUS_OK, NULL);
+        agree &= q[i] == fq && d[i] == fd && m[i] == fm;
+        for (uint32_t k = 0; k < counts[i]; k++, at++) {
+            float logit;
+            EXPECT(lc0rs_computation_get_policy_logit(full, i, indices[at], &logit),
+                   LC0RS_STATUS_OK, NULL);
+            agree &= logits[at] == logit;
+        }
+    }
+    CHECK(agree);
+    CHECK(at == total);
+    /* Planes changed after the call change nothing: the outputs were computed in it. */
+    for (size_t i = 0; i < n * LC0RS_INPUT_PLANES; i++) planes[i].mask = 0;
+    float again;
+    EXPECT(lc0rs_computation_get_picked_outputs(c, n, &again, NULL, NULL, NULL, 0),
+           LC0RS_STATUS_OK, NULL);
+    CHECK(again == q[0]);
+    EXPECT(lc0rs_computation_free(c), LC0RS_STATUS_OK, NULL);
+    EXPECT(lc0rs_computation_compute_planes(c, n, planes, counts, indices),
+           LC0RS_STATUS_INVALID_HANDLE, "not a live handle");
+    free(q);
+    free(d);
+    free(m);
+    free(logits);
+    free(planes);
+}
+
 /* Positions added with their picks give the outputs of the same positions added one by one:
  * Q, D and M equal, and each picked logit the full policy's at its index. Then the misuse of
  * the picked calls, each refused with its status and nothing changed. */
@@ -516,6 +584,7 @@ static void picked(lc0rs_net net, const char *planes_path) {
     EXPECT(lc0rs_computation_clear(c), LC0RS_STATUS_OK, NULL);
     EXPECT(lc0rs_computation_add_planes(c, masks, values), LC0RS_STATUS_OK, NULL);
     EXPECT(lc0rs_computation_free(c), LC0RS_STATUS_OK, NULL);
+    compute_planes(net, n, masks, values, counts, indices, total, full);
     EXPECT(lc0rs_computation_free(full), LC0RS_STATUS_OK, NULL);
     free(q);
     free(d);
