@@ -43,16 +43,11 @@ def lc0_softmax(probs):
     return {m: v / total for m, v in e.items()}
 
 
-def lc0_root(lc0, weights, position):
-    script = f"uci\nisready\nposition {position}\ngo nodes 1\n"
-    proc = subprocess.Popen(
-        [lc0, f"--weights={weights}", "--backend=blas", "--threads=1",
-         "--policy-softmax-temp=1", "--verbose-move-stats", "--minibatch-size=1"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    proc.stdin.write(script)
-    proc.stdin.flush()
+def read_root(lines):
+    """The root's V, each move's P and the best move from lc0's verbose output of one `go`,
+    read up to its `bestmove`."""
     value, policy, best = None, {}, None
-    for line in proc.stdout:
+    for line in lines:
         m = re.match(r"info string (\S+)\s+\(.*?\(P:\s*([\d.]+)%\).*\(V:\s*(\S+)\)", line)
         if m and m.group(1) == "node":
             value = float(m.group(3))
@@ -61,6 +56,18 @@ def lc0_root(lc0, weights, position):
         elif line.startswith("bestmove"):
             best = line.split()[1]
             break
+    return value, policy, best
+
+
+def lc0_root(lc0, weights, position):
+    script = f"uci\nisready\nposition {position}\ngo nodes 1\n"
+    proc = subprocess.Popen(
+        [lc0, f"--weights={weights}", "--backend=blas", "--threads=1",
+         "--policy-softmax-temp=1", "--verbose-move-stats", "--minibatch-size=1"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc.stdin.write(script)
+    proc.stdin.flush()
+    value, policy, best = read_root(proc.stdout)
     proc.stdin.write("quit\n")
     proc.stdin.close()
     proc.wait(timeout=30)
