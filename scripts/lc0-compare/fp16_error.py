@@ -63,7 +63,7 @@ def compare(reference, candidate, from_lc0):
     refs = [json.loads(line) for line in open(reference)]
     cands = [json.loads(line) for line in open(candidate)]
     assert len(refs) == len(cands), (len(refs), len(cands))
-    worst_p, sum_p, worst_q, worst_at = 0.0, 0.0, 0.0, None
+    worst_p, sum_p, worst_q, worst_at = 0.0, 0.0, 0.0, refs[0]["position"]
     for ref, cand in zip(refs, cands):
         assert ref["position"] == cand["position"], (ref["position"], cand["position"])
         probs = ref["policy"]
