@@ -149,7 +149,7 @@ fn input_points(
         launchers::winograd_input(
             device,
             tile.kernels().0,
-            Launch::elements(batch * channels.div_ceil(2)),
+            Launch::elements(batch * channels),
             x.ptr(),
             channels as i32,
             v.ptr(),
@@ -161,8 +161,7 @@ fn input_points(
 }
 
 /// `winograd_output` of `m` (`conv`'s products) with `act`, the skip from `residual` (updated in
-/// place) or none, into `out`, the next convolution's points `v` and the channel means `means`
-/// where given.
+/// place) or none, into `out` and the next convolution's points `v` where given.
 #[allow(clippy::too_many_arguments)]
 fn output(
     device: &dyn GpuDevice,
@@ -171,7 +170,7 @@ fn output(
     act: Activation,
     residual: Option<DevicePtr>,
     out: DevicePtr,
-    (v, means): (Option<DevicePtr>, Option<DevicePtr>),
+    v: Option<DevicePtr>,
     batch: usize,
 ) {
     // SAFETY: m holds the products of `batch` boards of K channels; the residual, out and v
@@ -188,7 +187,6 @@ fn output(
             activation_code(act),
             out,
             v,
-            means,
             batch as i32,
         )
     }
@@ -228,7 +226,7 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
                 Activation::Mish,
                 Some(s),
                 s,
-                (Some(vp), None),
+                Some(vp),
                 batch,
             );
             let got = download(device, &stream, batch * 64 * k);
@@ -252,7 +250,7 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
                 Activation::Identity,
                 None,
                 out2.ptr(),
-                (None, None),
+                None,
                 batch,
             );
             let got2 = download(device, &out2, batch * 64 * k2);
@@ -270,16 +268,14 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
 }
 
 /// A block's second convolution with squeeze-excitation and the skip (`winograd_output` into
-/// `y` and the channel means, `se_gates_of_means`, `winograd_se_apply`) against the direct
-/// convolution and SE in f64, then the points `winograd_se_apply` wrote, through the next
-/// convolution.
+/// `y`, `se_pool_gates`, `winograd_se_apply`) against the direct convolution and SE in f64,
+/// then the points `winograd_se_apply` wrote, through the next convolution.
 pub fn check_winograd_se(device: &dyn GpuDevice) {
     for tile in TILES {
         for (case, &(batch, channels, se, act)) in [
             (2usize, 16usize, 4usize, Activation::Mish),
             (1, 72, 40, Activation::Relu),
             (2, 130, 70, Activation::Mish),
-            (1, 9, 3, Activation::Relu),
         ]
         .iter()
         .enumerate()
@@ -311,7 +307,7 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                 Activation::Identity,
                 None,
                 y.ptr(),
-                (None, Some(gates.ptr())),
+                None,
                 batch,
             );
             // Blocks of 64 threads, so that channels beyond the block's threads loop.
@@ -321,12 +317,12 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                 shared_bytes: ((3 * channels + se) * 4) as u32,
             };
             // SAFETY: y and x hold `batch × 64 × channels` halves, gates `batch × 2·channels`
-            // f32 (the means in the first half), the SE weights their shapes, v the next points.
+            // f32, the SE weights their shapes, v the next points.
             unsafe {
-                launchers::se_gates_of_means(
+                launchers::se_pool_gates(
                     device,
                     launch,
-                    gates.ptr(),
+                    y.ptr(),
                     channels as i32,
                     se_gpu[0].ptr(),
                     se_gpu[1].ptr(),
@@ -334,6 +330,7 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                     se_gpu[2].ptr(),
                     se_gpu[3].ptr(),
                     activation_code(act),
+                    gates.ptr(),
                 )
                 .unwrap();
                 launchers::winograd_se_apply(
@@ -368,7 +365,7 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                 Activation::Identity,
                 None,
                 out.ptr(),
-                (None, None),
+                None,
                 batch,
             );
             let got2 = download(device, &out, batch * 64 * 8);

@@ -293,7 +293,7 @@ launchers! { SHARED;
     );
     /// A 3×3 convolution's Winograd products to its output: bias, the residual where given,
     /// the activation, written to `out` and transformed from it for the next convolution where
-    /// given; each board's channel means (f32) into the first C of its 2C `means` where given.
+    /// given.
     winograd_output [WinogradOutput: F2 = winograd_output_f2, F4 = winograd_output_f4](
         m: DevicePtr,
         channels: i32,
@@ -302,13 +302,12 @@ launchers! { SHARED;
         act: i32,
         out: DevicePtr,
         v: Option<DevicePtr>,
-        means: Option<DevicePtr>,
         batch: i32,
     );
-    /// Squeeze-excitation's gates (`[batch][2C]` f32, in place) from the channel means
-    /// `winograd_output` left in the first C of each position's, one block per position.
-    se_gates_of_means(
-        gates: DevicePtr,
+    /// Squeeze-excitation's gates (`[batch][2C]` f32) from a block's second convolution
+    /// output, one block per position.
+    se_pool_gates(
+        y: DevicePtr,
         channels: i32,
         w1: DevicePtr,
         b1: DevicePtr,
@@ -316,6 +315,7 @@ launchers! { SHARED;
         w2: DevicePtr,
         b2: DevicePtr,
         act: i32,
+        gates: DevicePtr,
     );
     /// Squeeze-excitation's gates and the skip applied to the residual stream, transformed for
     /// the next convolution where given.

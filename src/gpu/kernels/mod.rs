@@ -96,8 +96,8 @@ pub fn dense_rows_splits(k: usize, warp_size: usize) -> usize {
         .min(8)
 }
 
-/// Threads per block of `se_residual` and `se_gates_of_means` (one block per position): their
-/// loops are latency-bound (measured on the H200 for T78 at batch 1: 160 µs per block of 256
+/// Threads per block of `se_residual` and `se_pool_gates` (one block per position): their loops
+/// are latency-bound (measured on the H200 for T78 at batch 1: 160 µs per block of 256
 /// threads), so a block takes as many threads as it may.
 pub const SE_RESIDUAL_THREADS: u32 = 1024;
 

@@ -5,9 +5,8 @@
 use super::launchers::{WinogradInput, WinogradOutput, WinogradSeApply};
 use crate::gpu::Launch;
 
-/// Threads per tile in a block of `winograd_output` and `winograd_se_apply`
-/// (`WINOGRAD_CHANNELS` in hip/winograd.hip), side by side, each with a pair of channels: a
-/// block holds every tile of `2 · WINOGRAD_CHANNELS` channels of one board.
+/// Channels per block of `winograd_output` and `winograd_se_apply` (`WINOGRAD_CHANNELS` in
+/// hip/winograd.hip), side by side in a warp, each with every tile of one board.
 pub const WINOGRAD_CHANNELS: usize = 32;
 
 /// The output tile of a Winograd F(m×m, 3×3) convolution: m = 2 or 4.
@@ -75,11 +74,7 @@ impl WinogradTile {
     /// `channels` channels.
     pub fn output_launch(self, batch: usize, channels: usize) -> Launch {
         Launch {
-            grid: [
-                batch as u32,
-                channels.div_ceil(2 * WINOGRAD_CHANNELS) as u32,
-                1,
-            ],
+            grid: [batch as u32, channels.div_ceil(WINOGRAD_CHANNELS) as u32, 1],
             block: [(WINOGRAD_CHANNELS * self.tiles_per_board()) as u32, 1, 1],
             shared_bytes: 0,
         }

@@ -150,7 +150,7 @@ pub struct SeGpu {
 
 impl SeGpu {
     /// The launch of the kernels that run squeeze-excitation one block per position
-    /// (`se_residual`, `se_gates_of_means`) over `batch` positions of `channels`: shared memory for
+    /// (`se_residual`, `se_pool_gates`) over `batch` positions of `channels`: shared memory for
     /// the pooled channels, the hidden layer and the gates, in f32.
     pub fn launch(&self, batch: usize, channels: usize) -> Launch {
         let floats = channels + self.fc1.outputs + self.fc2.outputs;
