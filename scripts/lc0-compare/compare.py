@@ -43,6 +43,13 @@ def lc0_softmax(probs):
     return {m: v / total for m, v in e.items()}
 
 
+def lc0_notation(probs, lc0_moves):
+    """`probs` with castling renamed as lc0 prints it (king takes rook), where lc0 did: a move
+    lc0 lists under the same name (a queen's e8c8) keeps it."""
+    return {CASTLING[m] if m not in lc0_moves and CASTLING.get(m) in lc0_moves else m: p
+            for m, p in probs.items()}
+
+
 def read_root(lines):
     """The root's V, each move's P and the best move from lc0's verbose output of one `go`,
     read up to its `bestmove`."""
@@ -84,8 +91,7 @@ def main():
     worst_q = worst_p = 0.0
     for position, mine in zip(positions, ours):
         value, policy, best = lc0_root(lc0, weights, position)
-        probs = {CASTLING.get(m, m) if CASTLING.get(m) in policy else m: p
-                 for m, p in lc0_softmax(mine["policy"]).items()}
+        probs = lc0_notation(lc0_softmax(mine["policy"]), policy)
         assert set(probs) == set(policy), (position, set(probs) ^ set(policy))
         dq = abs(value - mine["q"])
         dp = max(abs(policy[m] - p) for m, p in probs.items())

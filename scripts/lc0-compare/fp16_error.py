@@ -20,7 +20,7 @@ import random
 import subprocess
 import sys
 
-from compare import CASTLING, lc0_softmax, read_root
+from compare import lc0_notation, lc0_softmax, read_root
 
 
 def positions(count, seed):
@@ -63,23 +63,21 @@ def compare(reference, candidate, from_lc0):
     refs = [json.loads(line) for line in open(reference)]
     cands = [json.loads(line) for line in open(candidate)]
     assert len(refs) == len(cands), (len(refs), len(cands))
-    worst_p, sum_p, worst_q, worst_at, skipped = 0.0, 0.0, 0.0, refs[0]["position"], 0
+    worst_p, sum_p, worst_q, worst_at = 0.0, 0.0, 0.0, refs[0]["position"]
     for ref, cand in zip(refs, cands):
         assert ref["position"] == cand["position"], (ref["position"], cand["position"])
         probs = ref["policy"]
         if from_lc0:
-            probs = {CASTLING.get(m, m) if CASTLING.get(m) in cand["policy"] else m: p
-                     for m, p in lc0_softmax(probs).items()}
-        if set(probs) != set(cand["policy"]):
-            skipped += 1  # lc0 listed other moves (its output of a position it reads otherwise)
-            continue
+            probs = lc0_notation(lc0_softmax(probs), cand["policy"])
+        assert set(probs) == set(cand["policy"]), ref["position"]
         dp = max(abs(cand["policy"][m] - p) for m, p in probs.items())
         if dp > worst_p:
             worst_p, worst_at = dp, ref["position"]
         sum_p += dp
         worst_q = max(worst_q, abs(cand["q"] - ref["q"]))
-    print(f"{candidate}: {len(refs) - skipped} positions ({skipped} with other moves left out), max |dP| {worst_p:.2e}, mean of each position's "
-          f"max |dP| {sum_p / (len(refs) - skipped):.2e}, max |dQ| {worst_q:.2e}; worst at {worst_at[:60]}")
+    print(f"{candidate}: {len(refs)} positions, max |dP| {worst_p:.2e}, mean of each "
+          f"position's max |dP| {sum_p / len(refs):.2e}, max |dQ| {worst_q:.2e}; "
+          f"worst at {worst_at[:60]}")
 
 
 if __name__ == "__main__":
