@@ -47,37 +47,104 @@ KERNEL void bias_residual_act(const __half* __restrict__ y, const __half* __rest
   }
 }
 
-// Squeeze-excitation's gates for one position from its pooled channels (lc0's scale-and-bias
-// form): h = act(W1·pooled + b1), gates = [γ; β] = W2·h + b2. W1 is [se][C], W2 [2C][se],
-// row-major; `pooled` (C), `hidden` (se) and `gates` (2C) are the block's shared floats, `pooled`
-// written before the call. Each of W1's outputs is one warp's dot product over the C inputs
-// (every warp runs the same number of rounds, an output or none, so that the shuffles stay
-// uniform over the block, as the emulator's fibers need); each of W2's 2C outputs, a dot product
-// over only se inputs, is one thread's, so that all of them load at once instead of a warp's
-// round after round (at batch 1 the rounds were most of the kernel). Ends with the block
-// synchronised.
-static __device__ void se_gates(const float* pooled, float* hidden, float* gates, int channels,
-                                const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
-                                const __half* __restrict__ w2, const __half* __restrict__ b2, int act) {
+// Positions whose squeeze-excitation gates one block computes at most (`se_gates`): each weight
+// is then read once for all of them instead of once a position (T78's 96 KB of fc weights
+// against its 1 KB of means a position).
+#define SE_POSITIONS 8
+
+// STEP weights from `src` (8: 16 bytes, aligned) as floats.
+template <int STEP>
+static __device__ __forceinline__ void se_weights(const __half* src, float w[STEP]) {
+  if constexpr (STEP == 8) {
+    load8(src, w);
+  } else {
+    w[0] = __half2float(src[0]);
+  }
+}
+
+// sums[p] += Σₑ w[e] · x[p·width + e] for the block's positions.
+template <int STEP>
+static __device__ __forceinline__ void se_accumulate(float sums[SE_POSITIONS], const float w[STEP], const float* x,
+                                                     int width, int positions) {
+#pragma unroll
+  for (int p = 0; p < SE_POSITIONS; ++p) {
+    if (p < positions) {
+#pragma unroll
+      for (int e = 0; e < STEP; ++e) sums[p] += w[e] * x[p * width + e];
+    }
+  }
+}
+
+// W1's outputs into `hidden`, STEP inputs a load (`se_gates`).
+template <int STEP>
+static __device__ void se_hidden(const float* pooled, float* hidden, int positions, int channels,
+                                 const __half* __restrict__ w1, const __half* __restrict__ b1, int se, int act) {
   const int lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
   const int warps = blockDim.x / WARP_SIZE;
-  __syncthreads();
   for (int first = 0; first < se; first += warps) {
     const int j = first + warp;
-    float sum = 0.f;
+    float sums[SE_POSITIONS] = {};
     if (j < se) {
-      for (int c = lane; c < channels; c += WARP_SIZE) sum += __half2float(w1[(long)j * channels + c]) * pooled[c];
+      const __half* row = w1 + (long)j * channels;
+      for (int c = STEP * lane; c < channels; c += STEP * WARP_SIZE) {
+        float w[STEP];
+        se_weights<STEP>(row + c, w);
+        se_accumulate<STEP>(sums, w, pooled + c, channels, positions);
+      }
     }
-    sum = warp_sum(sum);
-    if (lane == 0 && j < se) hidden[j] = activate(sum + __half2float(b1[j]), act);
+#pragma unroll
+    for (int p = 0; p < SE_POSITIONS; ++p) {
+      const float total = warp_sum(sums[p]);
+      if (lane == 0 && j < se && p < positions) hidden[p * se + j] = activate(total + __half2float(b1[j]), act);
+    }
   }
-  __syncthreads();
+}
+
+// W2's outputs into gates[p·stride + k], STEP inputs a load (`se_gates`).
+template <int STEP>
+static __device__ void se_outputs(const float* hidden, int positions, float* gates, long stride, int channels,
+                                  int se, const __half* __restrict__ w2, const __half* __restrict__ b2) {
   for (int k = threadIdx.x; k < 2 * channels; k += blockDim.x) {
     const __half* row = w2 + (long)k * se;
-    float sum = __half2float(b2[k]);
-#pragma unroll 8
-    for (int j = 0; j < se; ++j) sum += __half2float(row[j]) * hidden[j];
-    gates[k] = sum;
+    float sums[SE_POSITIONS] = {};
+    for (int j = 0; j < se; j += STEP) {
+      float w[STEP];
+      se_weights<STEP>(row + j, w);
+      se_accumulate<STEP>(sums, w, hidden + j, se, positions);
+    }
+    const float bias = __half2float(b2[k]);
+#pragma unroll
+    for (int p = 0; p < SE_POSITIONS; ++p) {
+      if (p < positions) gates[p * stride + k] = sums[p] + bias;
+    }
+  }
+}
+
+// Squeeze-excitation's gates for `positions` (≤ SE_POSITIONS) positions from their pooled
+// channels (lc0's scale-and-bias form): h = act(W1·pooled + b1), gates = [γ; β] = W2·h + b2.
+// W1 is [se][C], W2 [2C][se], row-major; `pooled` ([positions][C]) and `hidden`
+// ([positions][se]) are the block's shared floats, `pooled` written before the call; position
+// p's 2C gates go to gates[p·stride …]. Each of W1's outputs is one warp's dot products over the
+// C inputs (every warp runs the same number of rounds, an output or none, so that the shuffles
+// stay uniform over the block, as the emulator's fibers need); each of W2's 2C outputs, a dot
+// product over only se inputs, is one thread's, so that all of them load at once instead of a
+// warp's round after round. Rows whose widths are multiples of 8 load 16 bytes at a time (at
+// batch 1 a load after each multiply-add was most of the kernel's time). Ends with the block
+// synchronised.
+static __device__ void se_gates(const float* pooled, float* hidden, int positions, float* gates, long stride,
+                                int channels, const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
+                                const __half* __restrict__ w2, const __half* __restrict__ b2, int act) {
+  __syncthreads();
+  if ((channels & 7) == 0) {
+    se_hidden<8>(pooled, hidden, positions, channels, w1, b1, se, act);
+  } else {
+    se_hidden<1>(pooled, hidden, positions, channels, w1, b1, se, act);
+  }
+  __syncthreads();
+  if ((se & 7) == 0) {
+    se_outputs<8>(hidden, positions, gates, stride, channels, se, w2, b2);
+  } else {
+    se_outputs<1>(hidden, positions, gates, stride, channels, se, w2, b2);
   }
   __syncthreads();
 }
@@ -104,7 +171,7 @@ KERNEL void se_residual(const __half* __restrict__ y, const __half* __restrict__
   float* gates = hidden + se;
   const long base = (long)blockIdx.x * 64 * channels;
   for (int c = threadIdx.x; c < channels; c += blockDim.x) pooled[c] = square_mean(y, base, channels, c) + __half2float(bias[c]);
-  se_gates(pooled, hidden, gates, channels, w1, b1, se, w2, b2, act);
+  se_gates(pooled, hidden, 1, gates, 2 * channels, channels, w1, b1, se, w2, b2, act);
   for (int i = threadIdx.x; i < 64 * channels; i += blockDim.x) {
     const int c = i % channels;
     const float v = __half2float(y[base + i]) + __half2float(bias[c]);

@@ -136,16 +136,22 @@ static __device__ void winograd_input(const __half* __restrict__ x, int channels
 
 // The output transform of a convolution's products m ([points][tiles][K]), then
 // y = act(out + bias (+ residual)) written to `out` ([batch·64][K]) and, where `v` is given,
-// transformed into v (the next convolution's input points) from `out`. `residual` may be `out`
-// itself (a block's skip, updated in place: each thread reads its squares before it writes
-// them). Block (board, group) holds every tile of channels 32·group … + 31, channel-minor.
+// transformed into v (the next convolution's input points) from `out`; where `means` is given,
+// each channel's mean of y over the board into means[board·2K + c] (the first half of the
+// board's squeeze-excitation gates, for `se_gates_of_means`). `residual` may be `out` itself
+// (a block's skip, updated in place: each thread reads its squares before it writes them).
+// Block (board, group) holds every tile of channels 32·group … + 31, channel-minor.
 template <int M>
 static __device__ void winograd_output(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
-                                       const __half* residual, int act, __half* out, __half* __restrict__ v, int batch) {
+                                       const __half* residual, int act, __half* out, __half* __restrict__ v,
+                                       float* __restrict__ means, int batch) {
   constexpr int TILES = 64 / (M * M);
+  __shared__ float tile_sums[TILES][WINOGRAD_CHANNELS];
   const long board = blockIdx.x, tiles = (long)TILES * batch;
-  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = blockIdx.y * WINOGRAD_CHANNELS + threadIdx.x % WINOGRAD_CHANNELS;
+  const int lane = threadIdx.x % WINOGRAD_CHANNELS;
+  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = blockIdx.y * WINOGRAD_CHANNELS + lane;
   const bool mine = c < channels && tile < TILES;
+  float sum = 0.f;
   if (mine) {
     float values[M * M];
     winograd_tile_squares<M>(m, tiles, channels, board, tile, c, values);
@@ -155,7 +161,19 @@ static __device__ void winograd_output(const __half* __restrict__ m, int channel
       const long at = (board * 64 + winograd_square<M>(tile, j)) * channels + c;
       float y = values[j] + b;
       if (residual) y += __half2float(residual[at]);
-      out[at] = __float2half(activate(y, act));
+      y = activate(y, act);
+      out[at] = __float2half(y);
+      sum += y;
+    }
+  }
+  if (means) {
+    if (tile < TILES) tile_sums[tile][lane] = sum;
+    __syncthreads();
+    if (tile == 0 && c < channels) {
+      float total = 0.f;
+#pragma unroll
+      for (int t = 0; t < TILES; ++t) total += tile_sums[t][lane];
+      means[board * 2 * channels + c] = total / 64.f;
     }
   }
   if (!v) return;
@@ -164,8 +182,8 @@ static __device__ void winograd_output(const __half* __restrict__ m, int channel
 }
 
 // Squeeze-excitation after a block's second convolution, `winograd_output`'s block layout:
-// x = act(sigmoid(γ)·y + β + x) with the gates [γ; β] of `se_pool_gates` (`gates`, [batch][2C]),
-// then x transformed into `v` (the next block's first convolution) where given.
+// x = act(sigmoid(γ)·y + β + x) with the gates [γ; β] of `se_gates_of_means` (`gates`,
+// [batch][2C]), then x transformed into `v` (the next block's first convolution) where given.
 template <int M>
 static __device__ void winograd_se_apply(const __half* __restrict__ y, const float* __restrict__ gates, int channels,
                                          __half* x, int act, __half* __restrict__ v, int batch) {
@@ -187,21 +205,24 @@ static __device__ void winograd_se_apply(const __half* __restrict__ y, const flo
   if (mine) winograd_tile_points<M>(x, channels, board, tile, c, v, tiles);
 }
 
-// Squeeze-excitation's gates, one block per position: pooled = mean of y ([batch·64][C], the
-// convolution's output with its bias) over the squares, then `se_gates` into
-// gates[position][2C]. Dynamic shared memory: (C + se + 2C) floats.
-KERNEL void se_pool_gates(const __half* __restrict__ y, int channels, const __half* __restrict__ w1,
-                          const __half* __restrict__ b1, int se, const __half* __restrict__ w2,
-                          const __half* __restrict__ b2, int act, float* __restrict__ gates) {
+// Squeeze-excitation's gates of `per_block` (≤ SE_POSITIONS) positions a block, from the means
+// of their second convolution's output (with its bias) over the squares, which
+// `winograd_output` left in the first C of each position's 2C gates: `se_gates` then overwrites
+// them with gates[position][2C]. Dynamic shared memory: per_block · (C + se) floats.
+KERNEL void se_gates_of_means(float* gates, int channels, const __half* __restrict__ w1,
+                              const __half* __restrict__ b1, int se, const __half* __restrict__ w2,
+                              const __half* __restrict__ b2, int act, int per_block, int batch) {
   PRIOR_KERNELS_DONE();
   DYNAMIC_SHARED(float, shared);
+  const long first = (long)blockIdx.x * per_block;
+  const int positions = batch - first < per_block ? (int)(batch - first) : per_block;
   float* pooled = shared;
-  float* hidden = pooled + channels;
-  float* block_gates = hidden + se;
-  const long base = (long)blockIdx.x * 64 * channels;
-  for (int c = threadIdx.x; c < channels; c += blockDim.x) pooled[c] = square_mean(y, base, channels, c);
-  se_gates(pooled, hidden, block_gates, channels, w1, b1, se, w2, b2, act);
-  for (int k = threadIdx.x; k < 2 * channels; k += blockDim.x) gates[(long)blockIdx.x * 2 * channels + k] = block_gates[k];
+  float* hidden = pooled + per_block * channels;
+  float* mine = gates + first * 2 * channels;
+  for (int i = threadIdx.x; i < positions * channels; i += blockDim.x) {
+    pooled[i] = mine[(long)(i / channels) * 2 * channels + i % channels];
+  }
+  se_gates(pooled, hidden, positions, mine, 2 * channels, channels, w1, b1, se, w2, b2, act);
 }
 
 // The entry points, per output tile (F(2×2, 3×3) and F(4×4, 3×3)).
@@ -211,9 +232,9 @@ KERNEL void se_pool_gates(const __half* __restrict__ y, int channels, const __ha
     winograd_input<M>(x, channels, v, batch);                                                                       \
   }                                                                                                                 \
   KERNEL void winograd_output_f##M(const __half* m, int channels, const __half* bias, const __half* residual,       \
-                                   int act, __half* out, __half* v, int batch) {                                    \
+                                   int act, __half* out, __half* v, float* means, int batch) {                      \
     PRIOR_KERNELS_DONE();                                                                                           \
-    winograd_output<M>(m, channels, bias, residual, act, out, v, batch);                                            \
+    winograd_output<M>(m, channels, bias, residual, act, out, v, means, batch);                                     \
   }                                                                                                                 \
   KERNEL void winograd_se_apply_f##M(const __half* y, const float* gates, int channels, __half* x, int act,       \
                                      __half* v, int batch) {                                                        \

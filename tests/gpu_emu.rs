@@ -377,7 +377,7 @@ fn a_broken_shuffle_fails_the_kernel_checks() {
         ("warp_layer_norm", &kernels::check_warp_layer_norm),
         ("dense_rows", &kernels::check_dense_rows),
         ("se_residual", &conv_kernels::check_se_residual),
-        ("se_pool_gates", &winograd_kernels::check_winograd_se),
+        ("se_gates_of_means", &winograd_kernels::check_winograd_se),
     ];
     for (name, check) in checks {
         let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&device)));

@@ -7,7 +7,7 @@
 // Index loops are the point of a reference written from the definition.
 #![allow(clippy::needless_range_loop)]
 
-use lc0rs::gpu::kernels::{WinogradTile, activation_code, launchers};
+use lc0rs::gpu::kernels::{WinogradTile, activation_code, launchers, se_gates_launch};
 use lc0rs::gpu::{BatchedProduct, DevicePtr, GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
@@ -161,7 +161,8 @@ fn input_points(
 }
 
 /// `winograd_output` of `m` (`conv`'s products) with `act`, the skip from `residual` (updated in
-/// place) or none, into `out` and the next convolution's points `v` where given.
+/// place) or none, into `out`, the next convolution's points `v` and the channel means `means`
+/// where given.
 #[allow(clippy::too_many_arguments)]
 fn output(
     device: &dyn GpuDevice,
@@ -170,7 +171,7 @@ fn output(
     act: Activation,
     residual: Option<DevicePtr>,
     out: DevicePtr,
-    v: Option<DevicePtr>,
+    (v, means): (Option<DevicePtr>, Option<DevicePtr>),
     batch: usize,
 ) {
     // SAFETY: m holds the products of `batch` boards of K channels; the residual, out and v
@@ -187,6 +188,7 @@ fn output(
             activation_code(act),
             out,
             v,
+            means,
             batch as i32,
         )
     }
@@ -226,7 +228,7 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
                 Activation::Mish,
                 Some(s),
                 s,
-                Some(vp),
+                (Some(vp), None),
                 batch,
             );
             let got = download(device, &stream, batch * 64 * k);
@@ -250,7 +252,7 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
                 Activation::Identity,
                 None,
                 out2.ptr(),
-                None,
+                (None, None),
                 batch,
             );
             let got2 = download(device, &out2, batch * 64 * k2);
@@ -268,14 +270,17 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
 }
 
 /// A block's second convolution with squeeze-excitation and the skip (`winograd_output` into
-/// `y`, `se_pool_gates`, `winograd_se_apply`) against the direct convolution and SE in f64,
-/// then the points `winograd_se_apply` wrote, through the next convolution.
+/// `y` with the channel means, `se_gates_of_means`, `winograd_se_apply`) against the direct
+/// convolution and SE in f64, then the points `winograd_se_apply` wrote, through the next
+/// convolution. The widths take both of the gates' loads (16 bytes where C or se is a multiple
+/// of 8, else one value), and 11 positions two blocks of gates, the second short.
 pub fn check_winograd_se(device: &dyn GpuDevice) {
     for tile in TILES {
         for (case, &(batch, channels, se, act)) in [
             (2usize, 16usize, 4usize, Activation::Mish),
             (1, 72, 40, Activation::Relu),
             (2, 130, 70, Activation::Mish),
+            (11, 24, 8, Activation::Relu),
         ]
         .iter()
         .enumerate()
@@ -307,22 +312,20 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                 Activation::Identity,
                 None,
                 y.ptr(),
-                None,
+                (None, Some(gates.ptr())),
                 batch,
             );
             // Blocks of 64 threads, so that channels beyond the block's threads loop.
-            let launch = Launch {
-                grid: [batch as u32, 1, 1],
-                block: [64, 1, 1],
-                shared_bytes: ((3 * channels + se) * 4) as u32,
-            };
+            let (per_block, mut launch) = se_gates_launch(batch, channels, se);
+            launch.block = [64, 1, 1];
             // SAFETY: y and x hold `batch × 64 × channels` halves, gates `batch × 2·channels`
-            // f32, the SE weights their shapes, v the next points.
+            // f32 (the means in their first halves), the SE weights their shapes, v the next
+            // points.
             unsafe {
-                launchers::se_pool_gates(
+                launchers::se_gates_of_means(
                     device,
                     launch,
-                    y.ptr(),
+                    gates.ptr(),
                     channels as i32,
                     se_gpu[0].ptr(),
                     se_gpu[1].ptr(),
@@ -330,7 +333,8 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                     se_gpu[2].ptr(),
                     se_gpu[3].ptr(),
                     activation_code(act),
-                    gates.ptr(),
+                    per_block as i32,
+                    batch as i32,
                 )
                 .unwrap();
                 launchers::winograd_se_apply(
@@ -365,7 +369,7 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                 Activation::Identity,
                 None,
                 out.ptr(),
-                None,
+                (None, None),
                 batch,
             );
             let got2 = download(device, &out, batch * 64 * 8);

@@ -293,7 +293,8 @@ launchers! { SHARED;
     );
     /// A 3×3 convolution's Winograd products to its output: bias, the residual where given,
     /// the activation, written to `out` and transformed from it for the next convolution where
-    /// given.
+    /// given; each board's channel means into the first half of its squeeze-excitation gates
+    /// (`[batch][2C]` f32) where given.
     winograd_output [WinogradOutput: F2 = winograd_output_f2, F4 = winograd_output_f4](
         m: DevicePtr,
         channels: i32,
@@ -302,12 +303,13 @@ launchers! { SHARED;
         act: i32,
         out: DevicePtr,
         v: Option<DevicePtr>,
+        means: Option<DevicePtr>,
         batch: i32,
     );
-    /// Squeeze-excitation's gates (`[batch][2C]` f32) from a block's second convolution
-    /// output, one block per position.
-    se_pool_gates(
-        y: DevicePtr,
+    /// Squeeze-excitation's gates (`[batch][2C]` f32, in place) from the channel means that
+    /// `winograd_output` left in them, `per_block` positions a block.
+    se_gates_of_means(
+        gates: DevicePtr,
         channels: i32,
         w1: DevicePtr,
         b1: DevicePtr,
@@ -315,7 +317,8 @@ launchers! { SHARED;
         w2: DevicePtr,
         b2: DevicePtr,
         act: i32,
-        gates: DevicePtr,
+        per_block: i32,
+        batch: i32,
     );
     /// Squeeze-excitation's gates and the skip applied to the residual stream, transformed for
     /// the next convolution where given.

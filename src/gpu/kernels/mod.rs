@@ -96,10 +96,28 @@ pub fn dense_rows_splits(k: usize, warp_size: usize) -> usize {
         .min(8)
 }
 
-/// Threads per block of `se_residual` and `se_pool_gates` (one block per position): their loops
-/// are latency-bound (measured on the H200 for T78 at batch 1: 160 µs per block of 256
-/// threads), so a block takes as many threads as it may.
+/// Threads per block of `se_residual` and `se_gates_of_means` (one or a few positions a block):
+/// their loops are latency-bound (measured on the H200 for T78 at batch 1: 160 µs per block of
+/// 256 threads), so a block takes as many threads as it may.
 pub const SE_RESIDUAL_THREADS: u32 = 1024;
+
+/// Positions a block of `se_gates_of_means` takes at most (`SE_POSITIONS` in hip/conv.hip):
+/// each of its weights is read once for all of them.
+pub const SE_POSITIONS: usize = 8;
+
+/// The launch of `se_gates_of_means` over `batch` positions of `channels` with `se` hidden
+/// units, and its positions a block: as many as `SE_POSITIONS` allow within 48 KB of shared
+/// memory for their means and hidden units (f32), at least one.
+pub fn se_gates_launch(batch: usize, channels: usize, se: usize) -> (usize, Launch) {
+    let floats = channels + se;
+    let per_block = (48 * 1024 / (floats * size_of::<f32>())).clamp(1, SE_POSITIONS);
+    let launch = Launch {
+        grid: [batch.div_ceil(per_block) as u32, 1, 1],
+        block: [SE_RESIDUAL_THREADS, 1, 1],
+        shared_bytes: (per_block * floats * size_of::<f32>()) as u32,
+    };
+    (per_block, launch)
+}
 
 /// Rows and outputs of one block of `layer_norm_dense_mma` (`NORM_DENSE_ROWS`,
 /// `NORM_DENSE_COLS` in hip/norm_dense.hip), and its threads.

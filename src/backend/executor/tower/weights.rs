@@ -10,7 +10,7 @@ use crate::backend::executor::policy::PolicyGpu;
 use crate::board::POLICY_SIZE;
 use crate::board::SQUARES;
 use crate::chess::conv_policy_map::conv_policy_map;
-use crate::gpu::kernels::{SE_RESIDUAL_THREADS, WinogradTile};
+use crate::gpu::kernels::{SE_RESIDUAL_THREADS, WinogradTile, se_gates_launch};
 use crate::gpu::{GpuBuffer, GpuDevice, GpuResult, Launch};
 use crate::weights::network::Dense;
 use crate::weights::tower::{Conv, ConvHead, TowerNetwork, TowerPolicy};
@@ -149,9 +149,15 @@ pub struct SeGpu {
 }
 
 impl SeGpu {
-    /// The launch of the kernels that run squeeze-excitation one block per position
-    /// (`se_residual`, `se_pool_gates`) over `batch` positions of `channels`: shared memory for
-    /// the pooled channels, the hidden layer and the gates, in f32.
+    /// The launch of `se_gates_of_means` over `batch` positions of `channels`, and its
+    /// positions a block.
+    pub fn gates_launch(&self, batch: usize, channels: usize) -> (usize, Launch) {
+        se_gates_launch(batch, channels, self.fc1.outputs)
+    }
+
+    /// The launch of `se_residual` (one block per position) over `batch` positions of
+    /// `channels`: shared memory for the pooled channels, the hidden layer and the gates, in
+    /// f32.
     pub fn launch(&self, batch: usize, channels: usize) -> Launch {
         let floats = channels + self.fc1.outputs + self.fc2.outputs;
         Launch {

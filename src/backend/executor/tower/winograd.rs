@@ -4,8 +4,8 @@
 //! of the convolution before, or `winograd_input` for the input planes), and the output
 //! transform carries the layer's epilogue (bias, skip, activation) and the next convolution's
 //! input transform. A block is thus two GEMMs and two transform kernels, and with
-//! squeeze-excitation two more (the gates, one block per position, and their application, which
-//! does the next input transform); the transformed points stay in `columns`, the products in
+//! squeeze-excitation two more (the gates from the means the output transform left, several
+//! positions a block, and their application, which does the next input transform); the transformed points stay in `columns`, the products in
 //! `products`.
 
 use super::TowerForward;
@@ -106,7 +106,8 @@ impl TowerForward<'_> {
 
     /// The output transform of `conv`'s products: `y = act(out + bias (+ x))`, written to
     /// `out` (`x` itself with the skip) and transformed from there into `columns` for the next
-    /// convolution when `next`.
+    /// convolution when `next`, or with its channel means left in the gates when `means`
+    /// (squeeze-excitation's).
     ///
     /// # Safety
     /// `TowerForward`'s invariant for `batch`, with `products` holding the convolution's, and
@@ -117,9 +118,9 @@ impl TowerForward<'_> {
         batch: usize,
         (act, skip): (Activation, bool),
         out: DevicePtr,
-        next: bool,
+        (next, means): (bool, bool),
     ) -> GpuResult<()> {
-        let [points, products, _] = self.winograd_scratch()?;
+        let [points, products, gates] = self.winograd_scratch()?;
         let x = self.b.x.ptr();
         // SAFETY: the caller's promise; `x` and `columns` are the lane's, sized for the tower.
         unsafe {
@@ -134,6 +135,7 @@ impl TowerForward<'_> {
                 activation_code(act),
                 out,
                 next.then_some(points),
+                means.then_some(gates),
                 batch as i32,
             )
         }
@@ -163,15 +165,21 @@ impl TowerForward<'_> {
             )?;
             self.winograd_products(conv, batch)?;
             let next = self.conv_follows(None);
-            self.winograd_output(conv, batch, (self.act, false), self.b.x.ptr(), next)
+            self.winograd_output(
+                conv,
+                batch,
+                (self.act, false),
+                self.b.x.ptr(),
+                (next, false),
+            )
         }
     }
 
     /// Block `i`: `x = act(SE(conv2(act(conv1(x)))) + x)`, or without SE
     /// `act(conv2(…) + x)`, its input points already in `columns`; conv1's output goes to `h`
     /// (read back by its own output transform for conv2's points). With SE, conv2's output
-    /// transform writes `y` (with its bias), `se_pool_gates` the gates, and `winograd_se_apply`
-    /// the residual stream and the next block's points.
+    /// transform writes `y` (with its bias) and its channel means, `se_gates_of_means` the
+    /// gates, and `winograd_se_apply` the residual stream and the next block's points.
     ///
     /// # Safety
     /// `TowerForward`'s invariant for `batch`.
@@ -190,7 +198,7 @@ impl TowerForward<'_> {
         unsafe {
             self.ops.op("conv1", layer, cost(conv1, batch), || {
                 self.winograd_products(conv1, batch)?;
-                self.winograd_output(conv1, batch, (self.act, false), b.h.ptr(), true)
+                self.winograd_output(conv1, batch, (self.act, false), b.h.ptr(), (true, false))
             })?;
             self.ops
                 .op("conv2", layer, products_cost(conv2, batch), || {
@@ -200,25 +208,32 @@ impl TowerForward<'_> {
                 return self
                     .ops
                     .op("residual+act", layer, transform_cost(conv2, batch), || {
-                        self.winograd_output(conv2, batch, (self.act, true), b.x.ptr(), next)
+                        self.winograd_output(
+                            conv2,
+                            batch,
+                            (self.act, true),
+                            b.x.ptr(),
+                            (next, false),
+                        )
                     });
             };
-            // The output transform, the gates (y read again) and their application (y and x
-            // read, x written, beside the next points the transform's cost counts).
+            // The output transform (with the channel means), the gates, and their application
+            // (y and x read, x written, beside the next points the transform's cost counts).
             let squares = (batch * SQUARES * channels) as u64;
             let se_cost = transform_cost(conv2, batch)
                 + Cost {
                     flops: 4 * (se.fc1.inputs * se.fc1.outputs * batch) as u64 + 8 * squares,
-                    bytes: 4 * HALF as u64 * squares,
+                    bytes: 3 * HALF as u64 * squares,
                 };
             self.ops.op("se+residual+act", layer, se_cost, || {
                 let [points, _, gates] = self.winograd_scratch()?;
                 let plain = (Activation::Identity, false);
-                self.winograd_output(conv2, batch, plain, b.y.ptr(), false)?;
-                launchers::se_pool_gates(
+                self.winograd_output(conv2, batch, plain, b.y.ptr(), (false, true))?;
+                let (per_block, launch) = se.gates_launch(batch, channels);
+                launchers::se_gates_of_means(
                     self.ops.device,
-                    se.launch(batch, channels),
-                    b.y.ptr(),
+                    launch,
+                    gates,
                     channels as i32,
                     se.fc1.w.ptr(),
                     se.fc1.required_bias("squeeze-excitation fc1")?,
@@ -226,7 +241,8 @@ impl TowerForward<'_> {
                     se.fc2.w.ptr(),
                     se.fc2.required_bias("squeeze-excitation fc2")?,
                     activation_code(self.act),
-                    gates,
+                    per_block as i32,
+                    batch as i32,
                 )?;
                 launchers::winograd_se_apply(
                     self.ops.device,
