@@ -53,14 +53,14 @@ struct Winograd<4> {
   }
 };
 
-// The points of tile `tile` of channel c of `board` from the square-major `x` ([batch·64][C]),
-// into `v` ([points][tiles][C], `tiles`: of the whole batch).
+// The points of tile `tile` of one channel of one board from its squares (`squares`: the
+// board's first square of the channel, `stride` values between squares), into `out` (the
+// tile's first point of the channel, `point_stride` values between points).
 template <int M>
-static __device__ __forceinline__ void winograd_tile_points(const __half* x, int channels, long board, int tile,
-                                                            int c, __half* __restrict__ v, long tiles) {
+static __device__ __forceinline__ void winograd_tile_points(const __half* squares, int stride, int tile,
+                                                            __half* __restrict__ out, long point_stride) {
   constexpr int N = M + 2, SIDE = 8 / M;
   const int rank0 = M * (tile / SIDE) - 1, file0 = M * (tile % SIDE) - 1;
-  const __half* squares = x + board * 64 * channels + c;
   float columns[N][N];  // columns[b] = Bᵀ · (column b of the neighbourhood)
 #pragma unroll
   for (int b = 0; b < N; ++b) {
@@ -68,11 +68,10 @@ static __device__ __forceinline__ void winograd_tile_points(const __half* x, int
 #pragma unroll
     for (int a = 0; a < N; ++a) {
       const int r = rank0 + a, f = file0 + b;
-      d[a] = (r >= 0 && r < 8 && f >= 0 && f < 8) ? __half2float(squares[(r * 8 + f) * channels]) : 0.f;
+      d[a] = (r >= 0 && r < 8 && f >= 0 && f < 8) ? __half2float(squares[(r * 8 + f) * stride]) : 0.f;
     }
     Winograd<M>::bt(d, columns[b]);
   }
-  __half* out = v + (board * SIDE * SIDE + tile) * channels + c;
 #pragma unroll
   for (int a = 0; a < N; ++a) {
     float row[N], t[N];
@@ -80,8 +79,18 @@ static __device__ __forceinline__ void winograd_tile_points(const __half* x, int
     for (int b = 0; b < N; ++b) row[b] = columns[b][a];
     Winograd<M>::bt(row, t);
 #pragma unroll
-    for (int b = 0; b < N; ++b) out[(long)(a * N + b) * tiles * channels] = __float2half(t[b]);
+    for (int b = 0; b < N; ++b) out[(long)(a * N + b) * point_stride] = __float2half(t[b]);
   }
+}
+
+// The points of tile `tile` of channel c of `board` from the square-major `x` ([batch·64][C]),
+// into `v` ([points][tiles][C], `tiles`: of the whole batch).
+template <int M>
+static __device__ __forceinline__ void winograd_board_points(const __half* x, int channels, long board, int tile,
+                                                             int c, __half* __restrict__ v, long tiles) {
+  constexpr int TILES = 64 / (M * M);
+  winograd_tile_points<M>(x + board * 64 * channels + c, channels, tile, v + (board * TILES + tile) * channels + c,
+                          tiles * channels);
 }
 
 // Tile `tile` of channel c of `board` from its points in `m` (Aᵀ·M·A): values[i·M + j] is
@@ -126,7 +135,7 @@ static __device__ void winograd_input(const __half* __restrict__ x, int channels
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
     const int c = (int)(i % channels);
     const long tile = i / channels;
-    winograd_tile_points<M>(x, channels, tile / TILES, (int)(tile % TILES), c, v, tiles);
+    winograd_board_points<M>(x, channels, tile / TILES, (int)(tile % TILES), c, v, tiles);
   }
 }
 
@@ -178,7 +187,7 @@ static __device__ void winograd_output(const __half* __restrict__ m, int channel
   }
   if (!v) return;
   __syncthreads();
-  if (mine) winograd_tile_points<M>(out, channels, board, tile, c, v, tiles);
+  if (mine) winograd_board_points<M>(out, channels, board, tile, c, v, tiles);
 }
 
 // Squeeze-excitation after a block's second convolution, `winograd_output`'s block layout:
@@ -202,7 +211,7 @@ static __device__ void winograd_se_apply(const __half* __restrict__ y, const flo
   }
   if (!v) return;
   __syncthreads();
-  if (mine) winograd_tile_points<M>(x, channels, board, tile, c, v, tiles);
+  if (mine) winograd_board_points<M>(x, channels, board, tile, c, v, tiles);
 }
 
 // Squeeze-excitation's gates of `per_block` (≤ SE_POSITIONS) positions a block, from the means
@@ -225,6 +234,65 @@ KERNEL void se_gates_of_means(float* gates, int channels, const __half* __restri
   se_gates(pooled, hidden, positions, mine, 2 * channels, channels, w1, b1, se, w2, b2, act);
 }
 
+// The whole end of a block with squeeze-excitation for narrow towers, one block per board
+// holding every tile of every channel (blockDim = tiles × `width`, `width` ≥ C a multiple of
+// 32, thread (tile, c) = (threadIdx / width, threadIdx % width)): the output transform of the
+// second convolution's products with its bias (kept in registers, in f32), each channel's mean
+// over the board, the gates (`se_gates`), x = act(sigmoid(γ)·y + β + x), and where `v` is given
+// the next convolution's points from the new x staged in shared memory. One kernel instead of
+// `winograd_output`, `se_gates_of_means` and `winograd_se_apply`, y never in global memory.
+// Dynamic shared memory: (tiles·width + 3C + se) floats, then 64·C halves.
+template <int M>
+static __device__ void winograd_se_board(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
+                                         const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
+                                         const __half* __restrict__ w2, const __half* __restrict__ b2, int act,
+                                         __half* x, __half* __restrict__ v, int batch) {
+  constexpr int TILES = 64 / (M * M);
+  DYNAMIC_SHARED(float, shared);
+  const int width = blockDim.x / TILES;
+  float* tile_sums = shared;                  // [TILES][width]
+  float* pooled = tile_sums + TILES * width;  // [C]
+  float* hidden = pooled + channels;          // [se]
+  float* gates = hidden + se;                 // [2C]
+  __half* staged = (__half*)(gates + 2 * channels);  // [64][C], the board's new x
+  const long board = blockIdx.x, tiles = (long)TILES * batch;
+  const int tile = threadIdx.x / width, c = threadIdx.x % width;
+  const bool mine = c < channels;
+  float values[M * M];
+  float sum = 0.f;
+  if (mine) {
+    winograd_tile_squares<M>(m, tiles, channels, board, tile, c, values);
+    const float b = __half2float(bias[c]);
+#pragma unroll
+    for (int j = 0; j < M * M; ++j) {
+      values[j] += b;
+      sum += values[j];
+    }
+  }
+  tile_sums[tile * width + c] = sum;
+  __syncthreads();
+  for (int k = threadIdx.x; k < channels; k += blockDim.x) {
+    float total = 0.f;
+    for (int t = 0; t < TILES; ++t) total += tile_sums[t * width + k];
+    pooled[k] = total / 64.f;
+  }
+  se_gates(pooled, hidden, 1, gates, 2 * channels, channels, w1, b1, se, w2, b2, act);
+  if (mine) {
+    const float scale = 1.f / (1.f + expf(-gates[c])), shift = gates[channels + c];
+#pragma unroll
+    for (int j = 0; j < M * M; ++j) {
+      const int s = winograd_square<M>(tile, j);
+      const long at = (board * 64 + s) * channels + c;
+      const __half z = __float2half(activate(scale * values[j] + shift + __half2float(x[at]), act));
+      x[at] = z;
+      staged[s * channels + c] = z;
+    }
+  }
+  if (!v) return;
+  __syncthreads();
+  if (mine) winograd_tile_points<M>(staged + c, channels, tile, v + (board * TILES + tile) * channels + c, tiles * channels);
+}
+
 // The entry points, per output tile (F(2×2, 3×3) and F(4×4, 3×3)).
 #define WINOGRAD_ENTRIES(M)                                                                                         \
   KERNEL void winograd_input_f##M(const __half* x, int channels, __half* v, int batch) {                            \
@@ -240,6 +308,12 @@ KERNEL void se_gates_of_means(float* gates, int channels, const __half* __restri
                                      __half* v, int batch) {                                                        \
     PRIOR_KERNELS_DONE();                                                                                           \
     winograd_se_apply<M>(y, gates, channels, x, act, v, batch);                                                     \
+  }                                                                                                                 \
+  KERNEL void winograd_se_board_f##M(const __half* m, int channels, const __half* bias, const __half* w1,          \
+                                     const __half* b1, int se, const __half* w2, const __half* b2, int act,        \
+                                     __half* x, __half* v, int batch) {                                             \
+    PRIOR_KERNELS_DONE();                                                                                           \
+    winograd_se_board<M>(m, channels, bias, w1, b1, se, w2, b2, act, x, v, batch);                                  \
   }
 WINOGRAD_ENTRIES(2)
 WINOGRAD_ENTRIES(4)

@@ -142,7 +142,8 @@ fn policy_gather_kernel_is_exact() {
 }
 
 /// The `tiny-se` preset (SE blocks, mish, convolution policy, WDL, moves left) through the
-/// whole executor, both GEMM paths, with and without graphs, at both wave sizes.
+/// whole executor, both GEMM paths, with and without graphs, both squeeze-excitation forms, at
+/// both wave sizes.
 #[test]
 fn tiny_se_tower_matches_cpu() {
     use lc0rs::netgen::{generate_tower, tower_preset};
@@ -160,6 +161,8 @@ fn tiny_se_tower_matches_cpu() {
             "wave=32,gemm=blas,graph=false",
             "conv=gather",
             "conv=winograd4",
+            "se_board=false",
+            "wave=32,conv=winograd4,se_board=false",
         ],
         12,
         &[1, 7],

@@ -269,11 +269,117 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
     }
 }
 
-/// A block's second convolution with squeeze-excitation and the skip (`winograd_output` into
-/// `y` with the channel means, `se_gates_of_means`, `winograd_se_apply`) against the direct
-/// convolution and SE in f64, then the points `winograd_se_apply` wrote, through the next
-/// convolution. The widths take both of the gates' loads (16 bytes where C or se is a multiple
-/// of 8, else one value), and 11 positions two blocks of gates, the second short.
+/// A squeeze-excitation case: its weights on the device.
+struct SeCase<'a> {
+    tile: WinogradTile,
+    batch: usize,
+    channels: usize,
+    se: usize,
+    act: Activation,
+    conv: &'a Conv,
+    /// fc1's weight and bias, fc2's weight and bias.
+    weights: &'a [GpuBuffer],
+}
+
+/// `winograd_output` into `y` with the channel means, `se_gates_of_means` (blocks of 64 threads,
+/// so that channels beyond the block's threads loop) and `winograd_se_apply`: the skip `x`
+/// updated, the next points into `v`.
+fn se_split(device: &dyn GpuDevice, c: &SeCase, m: &GpuBuffer, x: &GpuBuffer, v: &GpuBuffer) {
+    let (batch, channels) = (c.batch, c.channels);
+    let y = poisoned(device, batch * 64 * channels);
+    let mut gates = device.alloc(batch * 2 * channels * 4).unwrap();
+    gates.fill(device, 0xFF).unwrap(); // f32 NaN
+    let plain = Activation::Identity;
+    let means = (None, Some(gates.ptr()));
+    output(
+        device,
+        c.tile,
+        (m, c.conv),
+        plain,
+        None,
+        y.ptr(),
+        means,
+        batch,
+    );
+    let (per_block, mut launch) = se_gates_launch(batch, channels, c.se);
+    launch.block = [64, 1, 1];
+    let w = c.weights;
+    // SAFETY: y and x hold `batch × 64 × channels` halves, gates `batch × 2·channels` f32 (the
+    // means in their first halves), the SE weights their shapes, v the next points.
+    unsafe {
+        launchers::se_gates_of_means(
+            device,
+            launch,
+            gates.ptr(),
+            channels as i32,
+            w[0].ptr(),
+            w[1].ptr(),
+            c.se as i32,
+            w[2].ptr(),
+            w[3].ptr(),
+            activation_code(c.act),
+            per_block as i32,
+            batch as i32,
+        )
+        .unwrap();
+        launchers::winograd_se_apply(
+            device,
+            c.tile.kernels().2,
+            c.tile.output_launch(batch, channels),
+            y.ptr(),
+            gates.ptr(),
+            channels as i32,
+            x.ptr(),
+            activation_code(c.act),
+            Some(v.ptr()),
+            batch as i32,
+        )
+        .unwrap();
+    }
+}
+
+/// `winograd_se_board` (one block a board) with the products `m`: the skip `x` updated, the
+/// next points into `v`. `None` where the board does not fit a block.
+fn se_board(
+    device: &dyn GpuDevice,
+    c: &SeCase,
+    m: &GpuBuffer,
+    x: &GpuBuffer,
+    v: &GpuBuffer,
+) -> Option<()> {
+    let launch = c.tile.se_board_launch(c.batch, c.channels, c.se)?;
+    let w = c.weights;
+    // SAFETY: m holds the products of `batch` boards, x `batch × 64 × channels` halves, the SE
+    // weights their shapes, v room for the next points.
+    unsafe {
+        launchers::winograd_se_board(
+            device,
+            c.tile.se_board_kernel(),
+            launch,
+            m.ptr(),
+            c.channels as i32,
+            c.conv.bias_gpu.ptr(),
+            w[0].ptr(),
+            w[1].ptr(),
+            c.se as i32,
+            w[2].ptr(),
+            w[3].ptr(),
+            activation_code(c.act),
+            x.ptr(),
+            Some(v.ptr()),
+            c.batch as i32,
+        )
+        .unwrap();
+    }
+    Some(())
+}
+
+/// A block's second convolution with squeeze-excitation and the skip, in both forms (three
+/// kernels, `se_split`, and one a board, `se_board`, where the board fits a block) against the
+/// direct convolution and SE in f64, then the points each wrote, through the next convolution.
+/// The widths take both of the gates' loads (16 bytes where C or se is a multiple of 8, else one
+/// value), 11 positions two blocks of gates the second short, and 130 channels a board too
+/// wide for one block.
 pub fn check_winograd_se(device: &dyn GpuDevice) {
     for tile in TILES {
         for (case, &(batch, channels, se, act)) in [
@@ -294,94 +400,65 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
             let b1 = random_f16(se, seed + 7, 0.2);
             let w2 = random_f16(2 * channels * se, seed + 8, 0.3);
             let b2 = random_f16(2 * channels, seed + 9, 0.2);
-            let se_gpu: Vec<GpuBuffer> = [&w1, &b1, &w2, &b2]
+            let weights: Vec<GpuBuffer> = [&w1, &b1, &w2, &b2]
                 .iter()
                 .map(|v| upload(device, v))
                 .collect();
-            let (input_gpu, x_gpu) = (upload(device, &input), upload(device, &x));
-            let v = input_points(device, tile, &input_gpu, channels, channels, batch);
-            let m = poisoned(device, tile.batch_points(batch) * channels);
-            let y = poisoned(device, batch * 64 * channels);
-            let mut gates = device.alloc(batch * 2 * channels * 4).unwrap();
-            gates.fill(device, 0xFF).unwrap(); // f32 NaN
-            conv.products(device, tile, &v, &m, batch);
-            output(
-                device,
+            let c = SeCase {
                 tile,
-                (&m, &conv),
-                Activation::Identity,
-                None,
-                y.ptr(),
-                (None, Some(gates.ptr())),
                 batch,
-            );
-            // Blocks of 64 threads, so that channels beyond the block's threads loop.
-            let (per_block, mut launch) = se_gates_launch(batch, channels, se);
-            launch.block = [64, 1, 1];
-            // SAFETY: y and x hold `batch × 64 × channels` halves, gates `batch × 2·channels`
-            // f32 (the means in their first halves), the SE weights their shapes, v the next
-            // points.
-            unsafe {
-                launchers::se_gates_of_means(
-                    device,
-                    launch,
-                    gates.ptr(),
-                    channels as i32,
-                    se_gpu[0].ptr(),
-                    se_gpu[1].ptr(),
-                    se as i32,
-                    se_gpu[2].ptr(),
-                    se_gpu[3].ptr(),
-                    activation_code(act),
-                    per_block as i32,
-                    batch as i32,
-                )
-                .unwrap();
-                launchers::winograd_se_apply(
-                    device,
-                    tile.kernels().2,
-                    tile.output_launch(batch, channels),
-                    y.ptr(),
-                    gates.ptr(),
-                    channels as i32,
-                    x_gpu.ptr(),
-                    activation_code(act),
-                    Some(v.ptr()),
-                    batch as i32,
-                )
-                .unwrap();
-            }
-            let got = download(device, &x_gpu, batch * 64 * channels);
+                channels,
+                se,
+                act,
+                conv: &conv,
+                weights: &weights,
+            };
             let y = conv3x3_f64(&input, batch, channels, &conv.taps, &conv.bias);
             let want = se_f64(&y, &x, batch, channels, (&w1, &b1), (&w2, &b2), act);
-            let error = max_error(&got, &want);
-            assert!(
-                error < tolerance(tile),
-                "{tile:?} case {case}: max error {error:.2e}"
-            );
-
-            let out = poisoned(device, batch * 64 * 8);
-            next.products(device, tile, &v, &m, batch);
-            output(
-                device,
-                tile,
-                (&m, &next),
-                Activation::Identity,
-                None,
-                out.ptr(),
-                (None, None),
-                batch,
-            );
-            let got2 = download(device, &out, batch * 64 * 8);
-            let want2 = conv3x3_f64(&got, batch, channels, &next.taps, &next.bias);
-            let error2 = max_error(&got2, &want2);
-            assert!(
-                error2 < tolerance(tile),
-                "{tile:?} case {case}, next convolution: max error {error2:.2e}"
-            );
-            eprintln!(
-                "winograd SE {tile:?} case {case} ({batch} × {channels}, se {se}, {act:?}): max error {error:.2e}, next {error2:.2e}"
-            );
+            let input_gpu = upload(device, &input);
+            for form in ["split", "board"] {
+                let x_gpu = upload(device, &x);
+                let mut v = input_points(device, tile, &input_gpu, channels, channels, batch);
+                let m = poisoned(device, tile.batch_points(batch) * channels);
+                conv.products(device, tile, &v, &m, batch);
+                v.fill(device, 0xFF).unwrap(); // the next points: NaN until written
+                if form == "split" {
+                    se_split(device, &c, &m, &x_gpu, &v);
+                } else if se_board(device, &c, &m, &x_gpu, &v).is_none() {
+                    assert!(channels > 64, "{tile:?} case {case}: no board launch");
+                    continue;
+                }
+                let got = download(device, &x_gpu, batch * 64 * channels);
+                let error = max_error(&got, &want);
+                assert!(
+                    error < tolerance(tile),
+                    "{tile:?} {form} case {case}: max error {error:.2e}"
+                );
+                let out = poisoned(device, batch * 64 * 8);
+                next.products(device, tile, &v, &m, batch);
+                let none = (None, None);
+                let plain = Activation::Identity;
+                output(
+                    device,
+                    tile,
+                    (&m, &next),
+                    plain,
+                    None,
+                    out.ptr(),
+                    none,
+                    batch,
+                );
+                let got2 = download(device, &out, batch * 64 * 8);
+                let want2 = conv3x3_f64(&got, batch, channels, &next.taps, &next.bias);
+                let error2 = max_error(&got2, &want2);
+                assert!(
+                    error2 < tolerance(tile),
+                    "{tile:?} {form} case {case}, next convolution: max error {error2:.2e}"
+                );
+                eprintln!(
+                    "winograd SE {form} {tile:?} case {case} ({batch} × {channels}, se {se}, {act:?}): max error {error:.2e}, next {error2:.2e}"
+                );
+            }
         }
     }
 }

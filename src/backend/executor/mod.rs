@@ -148,6 +148,7 @@ impl GpuOptions {
                 programmatic_max_batch: options
                     .get::<usize>(backend, "pdl")?
                     .unwrap_or(DEFAULT_PDL_MAX_BATCH),
+                se_board: options.get::<bool>(backend, "se_board")?.unwrap_or(true),
                 matrix_attention: match options.get::<String>(backend, "attention")?.as_deref() {
                     None | Some("matrix" | "mma") => true,
                     Some("portable") => false,

@@ -67,6 +67,10 @@ pub struct PlanOptions {
     /// start while the one before runs, and those that can load their weights before they
     /// wait for it.
     pub programmatic_max_batch: usize,
+    /// Run a residual tower's squeeze-excitation end of a block as one kernel a board where
+    /// the board's tiles and channels fit one block (`se_board=true`, the default), or as the
+    /// output transform, the gates and their application (`se_board=false`).
+    pub se_board: bool,
 }
 
 impl Default for PlanOptions {
@@ -76,6 +80,7 @@ impl Default for PlanOptions {
             norm_dense_max_batch: DEFAULT_NORM_DENSE_MAX_BATCH,
             dense_mma_max_batch: DEFAULT_DENSE_MMA_MAX_BATCH,
             programmatic_max_batch: DEFAULT_PDL_MAX_BATCH,
+            se_board: true,
         }
     }
 }
@@ -177,6 +182,8 @@ pub struct PassPlan {
     /// Whether a LayerNorm may run fused with the dense layer after it.
     norm_dense: bool,
     matrix_attention: bool,
+    /// Whether a tower's squeeze-excitation may run in `winograd_se_board`.
+    pub se_board: bool,
     device: Arc<Capabilities>,
 }
 
@@ -189,6 +196,7 @@ impl PassPlan {
             dense_mma: batch <= options.dense_mma_max_batch,
             norm_dense: batch <= options.norm_dense_max_batch,
             matrix_attention: options.matrix_attention,
+            se_board: options.se_board,
             device,
         }
     }
@@ -360,6 +368,7 @@ pub mod tests {
             (1, 1, 8)
         );
         assert!(o.matrix_attention);
+        assert!(o.se_board);
     }
 
     #[test]

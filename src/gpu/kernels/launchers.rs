@@ -331,6 +331,23 @@ launchers! { SHARED;
         v: Option<DevicePtr>,
         batch: i32,
     );
+    /// The end of a narrow tower's block with squeeze-excitation, one block per board: the
+    /// second convolution's output transform, the gates, their application with the skip to
+    /// `x`, and the next convolution's points where given.
+    winograd_se_board [WinogradSeBoard: F2 = winograd_se_board_f2, F4 = winograd_se_board_f4](
+        m: DevicePtr,
+        channels: i32,
+        bias: DevicePtr,
+        w1: DevicePtr,
+        b1: DevicePtr,
+        se: i32,
+        w2: DevicePtr,
+        b2: DevicePtr,
+        act: i32,
+        x: DevicePtr,
+        v: Option<DevicePtr>,
+        batch: i32,
+    );
     /// A convolutional policy head's outputs to the 1858 logits through `map`.
     policy_gather(
         input: DevicePtr,

@@ -213,12 +213,24 @@ mod tests {
             ("NORM_DENSE_THREADS", NORM_DENSE_THREADS as usize),
             ("NORM_DENSE_ROWS", NORM_DENSE_ROWS),
             ("NORM_DENSE_COLS", NORM_DENSE_COLS),
+            ("SE_POSITIONS", SE_POSITIONS),
         ] {
             assert!(
                 source().contains(&format!("#define {name} {value}\n")),
                 "{name}"
             );
         }
+    }
+
+    /// T78's gates (512 channels, 32 hidden) take 8 positions a block, the last block the
+    /// rest; a tower too wide for 8 in 48 KB takes fewer, never none.
+    #[test]
+    fn se_gates_take_up_to_8_positions_a_block_within_48_kb() {
+        let (per_block, launch) = se_gates_launch(11, 512, 32);
+        assert_eq!((per_block, launch.grid[0]), (8, 2));
+        assert_eq!(launch.shared_bytes, 8 * (512 + 32) * 4);
+        assert_eq!(se_gates_launch(1, 2048, 256).0, 5);
+        assert_eq!(se_gates_launch(3, 20_000, 64).0, 1);
     }
 
     #[test]

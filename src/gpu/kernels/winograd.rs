@@ -2,7 +2,7 @@
 //! tiles, its members of the transform kernels, and the weight transform `G·g·Gᵀ` done once on
 //! the host (it must match the kernels' `Bᵀ` and `Aᵀ`, whose points it shares).
 
-use super::launchers::{WinogradInput, WinogradOutput, WinogradSeApply};
+use super::launchers::{WinogradInput, WinogradOutput, WinogradSeApply, WinogradSeBoard};
 use crate::gpu::Launch;
 
 /// Channels per block of `winograd_output` and `winograd_se_apply` (`WINOGRAD_CHANNELS` in
@@ -88,6 +88,30 @@ impl WinogradTile {
         }
     }
 
+    /// The tile's member of `winograd_se_board`.
+    pub fn se_board_kernel(self) -> WinogradSeBoard {
+        match self {
+            Self::F2 => WinogradSeBoard::F2,
+            Self::F4 => WinogradSeBoard::F4,
+        }
+    }
+
+    /// The launch of `winograd_se_board` (a block per board holding every tile of every
+    /// channel) over `batch` boards of `channels` with `se` hidden units, or `None` where the
+    /// board does not fit one block: more than 1024 threads (`tiles × channels` rounded up to
+    /// 32 a tile) or 48 KB of shared memory.
+    pub fn se_board_launch(self, batch: usize, channels: usize, se: usize) -> Option<Launch> {
+        let width = channels.next_multiple_of(WINOGRAD_CHANNELS);
+        let threads = self.tiles_per_board() * width;
+        let floats = threads + 3 * channels + se;
+        let shared = floats * size_of::<f32>() + 64 * channels * size_of::<u16>();
+        (threads <= 1024 && shared <= 48 * 1024).then_some(Launch {
+            grid: [batch as u32, 1, 1],
+            block: [threads as u32, 1, 1],
+            shared_bytes: shared as u32,
+        })
+    }
+
     /// A 3×3 convolution's weights (`weights[k][c][tap]`, lc0's order, tap = 3·row + column
     /// with rows along the ranks) as Winograd points: `U = G·g·Gᵀ` (point `n·row + column` of
     /// the n × n tile) for every output `k` and input `c`, stored `[points][K][C]`, one `[K][C]`
@@ -118,6 +142,22 @@ impl WinogradTile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A board fits one block of `winograd_se_board` up to 1024 threads (64 channels in F(2×2),
+    /// 256 in F(4×4), rounded up to 32 a tile); wider towers take the three kernels.
+    #[test]
+    fn the_board_kernel_takes_boards_up_to_1024_threads() {
+        let threads = |tile: WinogradTile, c| tile.se_board_launch(7, c, 32).map(|l| l.block[0]);
+        assert_eq!(threads(WinogradTile::F2, 64), Some(1024));
+        assert_eq!(threads(WinogradTile::F2, 40), Some(1024));
+        assert_eq!(threads(WinogradTile::F2, 65), None);
+        assert_eq!(threads(WinogradTile::F4, 256), Some(1024));
+        assert_eq!(threads(WinogradTile::F4, 257), None);
+        assert_eq!(
+            WinogradTile::F4.se_board_launch(7, 24, 8).unwrap().grid,
+            [7, 1, 1]
+        );
+    }
 
     /// The 1-D F(m, 3) identity the kernels rely on, with their `Bᵀ` and `Aᵀ` written out
     /// again here: `Aᵀ·((G·g) ⊙ (Bᵀ·d)) = (Σₖ gₖ·d_{i+k})ᵢ` for unit inputs and taps.

@@ -187,6 +187,7 @@ impl NetworkPass for TowerPass {
             wdl: self.format.wdl,
             io,
             b,
+            se_board: plan.se_board,
         };
         // SAFETY: the caller's promise, for the plan's batch.
         unsafe { pass.enqueue(plan.batch) }
@@ -238,6 +239,8 @@ struct TowerForward<'a> {
     wdl: bool,
     io: &'a IoBuffers,
     b: &'a TowerBuffers,
+    /// The plan's choice of `winograd_se_board` where a board fits one block.
+    se_board: bool,
 }
 
 impl TowerForward<'_> {

@@ -9,7 +9,7 @@
 //! `products`.
 
 use super::TowerForward;
-use super::weights::{BlockGpu, WinogradGpu};
+use super::weights::{BlockGpu, SeGpu, WinogradGpu};
 use crate::backend::executor::io::HALF;
 use crate::backend::executor::marks::Cost;
 use crate::board::{INPUT_PLANES, SQUARES};
@@ -41,6 +41,16 @@ fn transform_cost(conv: &WinogradGpu, batch: usize) -> Cost {
     Cost {
         flops: 24 * p * k,
         bytes: HALF as u64 * (2 * p * k + 2 * squares * k),
+    }
+}
+
+/// Squeeze-excitation's FLOPs over `batch` positions of `channels`: its two dense layers and
+/// the gates applied to every square.
+fn se_flops(se: &SeGpu, batch: usize, channels: usize) -> Cost {
+    Cost {
+        flops: 4 * (se.fc1.inputs * se.fc1.outputs * batch) as u64
+            + 8 * (batch * SQUARES * channels) as u64,
+        bytes: 0,
     }
 }
 
@@ -217,12 +227,40 @@ impl TowerForward<'_> {
                         )
                     });
             };
+            if let Some(launch) = conv2
+                .tile
+                .se_board_launch(batch, channels, se.fc1.outputs)
+                .filter(|_| self.se_board)
+            {
+                let cost = transform_cost(conv2, batch) + se_flops(se, batch, channels);
+                return self.ops.op("se+residual+act", layer, cost, || {
+                    let [points, products, _] = self.winograd_scratch()?;
+                    launchers::winograd_se_board(
+                        self.ops.device,
+                        conv2.tile.se_board_kernel(),
+                        launch,
+                        products,
+                        channels as i32,
+                        conv2.bias.ptr(),
+                        se.fc1.w.ptr(),
+                        se.fc1.required_bias("squeeze-excitation fc1")?,
+                        se.fc1.outputs as i32,
+                        se.fc2.w.ptr(),
+                        se.fc2.required_bias("squeeze-excitation fc2")?,
+                        activation_code(self.act),
+                        b.x.ptr(),
+                        next.then_some(points),
+                        batch as i32,
+                    )
+                });
+            }
             // The output transform (with the channel means), the gates, and their application
             // (y and x read, x written, beside the next points the transform's cost counts).
             let squares = (batch * SQUARES * channels) as u64;
             let se_cost = transform_cost(conv2, batch)
+                + se_flops(se, batch, channels)
                 + Cost {
-                    flops: 4 * (se.fc1.inputs * se.fc1.outputs * batch) as u64 + 8 * squares,
+                    flops: 0,
                     bytes: 3 * HALF as u64 * squares,
                 };
             self.ops.op("se+residual+act", layer, se_cost, || {

@@ -183,6 +183,7 @@ fn the_options_turn_the_fused_kernels_off() {
         dense_mma_max_batch: 0,
         programmatic_max_batch: 0,
         matrix_attention: false,
+        se_board: false,
     };
     let p = plan_with(&t82(), sm90(), off, 1, Scope::WholePass);
     assert!(!p.pass.programmatic_launch);
