@@ -143,22 +143,38 @@ static __device__ void winograd_input(const __half* __restrict__ x, int channels
 // (coalesced accesses), with every tile of each: 32 · tiles per board threads.
 #define WINOGRAD_CHANNELS 32
 
+// The board and first channel of a block of `winograd_output` or `winograd_se_apply`: block
+// board·groups + group, the channel groups of one board neighbours, so that the blocks running
+// at once read and write whole rows of each point and square (a board's channels) rather than
+// one 64-byte piece of many boards' rows.
+struct WinogradBlock {
+  long board;
+  int first_channel;
+};
+
+static __device__ __forceinline__ WinogradBlock winograd_block(int channels) {
+  const int groups = (channels + WINOGRAD_CHANNELS - 1) / WINOGRAD_CHANNELS;
+  return WinogradBlock{(long)(blockIdx.x / groups), (int)(blockIdx.x % groups) * WINOGRAD_CHANNELS};
+}
+
 // The output transform of a convolution's products m ([points][tiles][K]), then
 // y = act(out + bias (+ residual)) written to `out` ([batch·64][K]) and, where `v` is given,
 // transformed into v (the next convolution's input points) from `out`; where `means` is given,
 // each channel's mean of y over the board into means[board·2K + c] (the first half of the
 // board's squeeze-excitation gates, for `se_gates_of_means`). `residual` may be `out` itself
 // (a block's skip, updated in place: each thread reads its squares before it writes them).
-// Block (board, group) holds every tile of channels 32·group … + 31, channel-minor.
+// Block board·groups + group (`winograd_block`) holds every tile of channels 32·group … + 31,
+// channel-minor.
 template <int M>
 static __device__ void winograd_output(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
                                        const __half* residual, int act, __half* out, __half* __restrict__ v,
                                        float* __restrict__ means, int batch) {
   constexpr int TILES = 64 / (M * M);
   __shared__ float tile_sums[TILES][WINOGRAD_CHANNELS];
-  const long board = blockIdx.x, tiles = (long)TILES * batch;
+  const WinogradBlock block = winograd_block(channels);
+  const long board = block.board, tiles = (long)TILES * batch;
   const int lane = threadIdx.x % WINOGRAD_CHANNELS;
-  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = blockIdx.y * WINOGRAD_CHANNELS + lane;
+  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = block.first_channel + lane;
   const bool mine = c < channels && tile < TILES;
   float sum = 0.f;
   if (mine) {
@@ -197,8 +213,9 @@ template <int M>
 static __device__ void winograd_se_apply(const __half* __restrict__ y, const float* __restrict__ gates, int channels,
                                          __half* x, int act, __half* __restrict__ v, int batch) {
   constexpr int TILES = 64 / (M * M);
-  const long board = blockIdx.x, tiles = (long)TILES * batch;
-  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = blockIdx.y * WINOGRAD_CHANNELS + threadIdx.x % WINOGRAD_CHANNELS;
+  const WinogradBlock block = winograd_block(channels);
+  const long board = block.board, tiles = (long)TILES * batch;
+  const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = block.first_channel + threadIdx.x % WINOGRAD_CHANNELS;
   const bool mine = c < channels && tile < TILES;
   if (mine) {
     const float* g = gates + board * 2 * channels;

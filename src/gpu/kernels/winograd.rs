@@ -71,10 +71,11 @@ impl WinogradTile {
     }
 
     /// The launch of `winograd_output` or `winograd_se_apply` over `batch` boards of
-    /// `channels` channels.
+    /// `channels` channels: a block per board and group of `WINOGRAD_CHANNELS`, the groups of a
+    /// board neighbours.
     pub fn output_launch(self, batch: usize, channels: usize) -> Launch {
         Launch {
-            grid: [batch as u32, channels.div_ceil(WINOGRAD_CHANNELS) as u32, 1],
+            grid: [(batch * channels.div_ceil(WINOGRAD_CHANNELS)) as u32, 1, 1],
             block: [(WINOGRAD_CHANNELS * self.tiles_per_board()) as u32, 1, 1],
             shared_bytes: 0,
         }
