@@ -52,6 +52,12 @@ KERNEL void bias_residual_act(const __half* __restrict__ y, const __half* __rest
 // against its 1 KB of means a position).
 #define SE_POSITIONS 8
 
+// The most threads a block of the squeeze-excitation kernels takes (`se_residual`,
+// `se_gates_of_means`, `winograd_se_board`): their launch bounds, so that the compilers keep
+// their registers within what a block of 1024 threads may have (64 a thread on NVIDIA), and a
+// launch never fails for want of them.
+#define SE_THREADS 1024
+
 // STEP weights from `src` (8: 16 bytes, aligned) as floats.
 template <int STEP>
 static __device__ __forceinline__ void se_weights(const __half* src, float w[STEP]) {
@@ -161,7 +167,7 @@ static __device__ __forceinline__ float square_mean(const __half* __restrict__ y
 // The end of a residual block with squeeze-excitation, one block per position: v = y + bias
 // (the second convolution's output), pooled = mean of v over the 64 squares, the gates of
 // `se_gates`, then x = act(sigmoid(γ)·v + β + x). Dynamic shared memory: (C + se + 2C) floats.
-KERNEL void se_residual(const __half* __restrict__ y, const __half* __restrict__ bias, __half* __restrict__ x,
+KERNEL void __launch_bounds__(SE_THREADS) se_residual(const __half* __restrict__ y, const __half* __restrict__ bias, __half* __restrict__ x,
                         int channels, const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
                         const __half* __restrict__ w2, const __half* __restrict__ b2, int act) {
   PRIOR_KERNELS_DONE();

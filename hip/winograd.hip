@@ -235,7 +235,7 @@ static __device__ void winograd_se_apply(const __half* __restrict__ y, const flo
 // of their second convolution's output (with its bias) over the squares, which
 // `winograd_output` left in the first C of each position's 2C gates: `se_gates` then overwrites
 // them with gates[position][2C]. Dynamic shared memory: per_block · (C + se) floats.
-KERNEL void se_gates_of_means(float* gates, int channels, const __half* __restrict__ w1,
+KERNEL void __launch_bounds__(SE_THREADS) se_gates_of_means(float* gates, int channels, const __half* __restrict__ w1,
                               const __half* __restrict__ b1, int se, const __half* __restrict__ w2,
                               const __half* __restrict__ b2, int act, int per_block, int batch) {
   PRIOR_KERNELS_DONE();
@@ -326,7 +326,8 @@ static __device__ void winograd_se_board(const __half* __restrict__ m, int chann
     PRIOR_KERNELS_DONE();                                                                                           \
     winograd_se_apply<M>(y, gates, channels, x, act, v, batch);                                                     \
   }                                                                                                                 \
-  KERNEL void winograd_se_board_f##M(const __half* m, int channels, const __half* bias, const __half* w1,          \
+  KERNEL void __launch_bounds__(SE_THREADS)                                                                        \
+      winograd_se_board_f##M(const __half* m, int channels, const __half* bias, const __half* w1,                   \
                                      const __half* b1, int se, const __half* w2, const __half* b2, int act,        \
                                      __half* x, __half* v, int batch) {                                             \
     PRIOR_KERNELS_DONE();                                                                                           \

@@ -214,6 +214,7 @@ mod tests {
             ("NORM_DENSE_ROWS", NORM_DENSE_ROWS),
             ("NORM_DENSE_COLS", NORM_DENSE_COLS),
             ("SE_POSITIONS", SE_POSITIONS),
+            ("SE_THREADS", SE_RESIDUAL_THREADS as usize),
         ] {
             assert!(
                 source().contains(&format!("#define {name} {value}\n")),
