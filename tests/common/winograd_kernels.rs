@@ -7,7 +7,7 @@
 // Index loops are the point of a reference written from the definition.
 #![allow(clippy::needless_range_loop)]
 
-use lc0rs::gpu::kernels::{WinogradTile, activation_code, launchers, se_gates_launch};
+use lc0rs::gpu::kernels::{SE_POSITIONS, WinogradTile, activation_code, launchers};
 use lc0rs::gpu::{BatchedProduct, DevicePtr, GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
@@ -282,7 +282,8 @@ struct SeCase<'a> {
 }
 
 /// `winograd_output` into `y` with the channel means, `se_gates_of_means` (blocks of 64 threads,
-/// so that channels beyond the block's threads loop) and `winograd_se_apply`: the skip `x`
+/// so that channels beyond the block's threads loop, of `SE_POSITIONS` positions) and
+/// `winograd_se_apply`: the skip `x`
 /// updated, the next points into `v`.
 fn se_split(device: &dyn GpuDevice, c: &SeCase, m: &GpuBuffer, x: &GpuBuffer, v: &GpuBuffer) {
     let (batch, channels) = (c.batch, c.channels);
@@ -301,8 +302,14 @@ fn se_split(device: &dyn GpuDevice, c: &SeCase, m: &GpuBuffer, x: &GpuBuffer, v:
         means,
         batch,
     );
-    let (per_block, mut launch) = se_gates_launch(batch, channels, c.se);
-    launch.block = [64, 1, 1];
+    // SE_POSITIONS positions a block (the launch of a large batch), so that 11 positions take
+    // two blocks, the second short.
+    let per_block = SE_POSITIONS;
+    let launch = Launch {
+        grid: [batch.div_ceil(per_block) as u32, 1, 1],
+        block: [64, 1, 1],
+        shared_bytes: (per_block * (channels + c.se) * 4) as u32,
+    };
     let w = c.weights;
     // SAFETY: y and x hold `batch × 64 × channels` halves, gates `batch × 2·channels` f32 (the
     // means in their first halves), the SE weights their shapes, v the next points.
