@@ -326,8 +326,8 @@ static __device__ void winograd_se_board(const __half* __restrict__ m, int chann
     PRIOR_KERNELS_DONE();                                                                                           \
     winograd_se_apply<M>(y, gates, channels, x, act, v, batch);                                                     \
   }                                                                                                                 \
-  KERNEL void __launch_bounds__(SE_THREADS)                                                                        \
-      winograd_se_board_f##M(const __half* m, int channels, const __half* bias, const __half* w1,                   \
+  KERNEL void __launch_bounds__(SE_THREADS) winograd_se_board_f##M(const __half* m, int channels,                   \
+                                                                   const __half* bias, const __half* w1,          \
                                      const __half* b1, int se, const __half* w2, const __half* b2, int act,        \
                                      __half* x, __half* v, int batch) {                                             \
     PRIOR_KERNELS_DONE();                                                                                           \
