@@ -126,6 +126,24 @@ static __device__ __forceinline__ int winograd_square(int tile, int j) {
   return (M * (tile / SIDE) + j / M) * 8 + M * (tile % SIDE) + j % M;
 }
 
+// The row-major index of square j (`winograd_square`) of tile `tile` of `board`, channel c.
+template <int M>
+static __device__ __forceinline__ long winograd_at(int channels, long board, int tile, int j, int c) {
+  return (board * 64 + winograd_square<M>(tile, j)) * channels + c;
+}
+
+// values[j] += x at square j of tile `tile` of channel c of `board`, every load issued before
+// the caller's first store: `x` may be the very tensor the caller then writes (a skip updated in
+// place), so a load after such a store could not be moved above it, and each square would wait
+// for the one before it to come back from memory.
+template <int M>
+static __device__ __forceinline__ void winograd_tile_add(const __half* x, int channels, long board, int tile, int c,
+                                                         float values[M * M]) {
+  const __half* squares = x + board * 64 * channels + c;
+#pragma unroll
+  for (int j = 0; j < M * M; ++j) values[j] += __half2float(squares[winograd_square<M>(tile, j) * channels]);
+}
+
 // The input transform of a convolution's input x ([batch·64][C]) into v, a thread per tile
 // and channel.
 template <int M>
@@ -182,12 +200,12 @@ static __device__ void winograd_output(const __half* __restrict__ m, int channel
     winograd_tile_squares<M>(m, tiles, channels, board, tile, c, values);
     const float b = __half2float(bias[c]);
 #pragma unroll
+    for (int j = 0; j < M * M; ++j) values[j] += b;
+    if (residual) winograd_tile_add<M>(residual, channels, board, tile, c, values);
+#pragma unroll
     for (int j = 0; j < M * M; ++j) {
-      const long at = (board * 64 + winograd_square<M>(tile, j)) * channels + c;
-      float y = values[j] + b;
-      if (residual) y += __half2float(residual[at]);
-      y = activate(y, act);
-      out[at] = __float2half(y);
+      const float y = activate(values[j], act);
+      out[winograd_at<M>(channels, board, tile, j, c)] = __float2half(y);
       sum += y;
     }
   }
@@ -220,10 +238,15 @@ static __device__ void winograd_se_apply(const __half* __restrict__ y, const flo
   if (mine) {
     const float* g = gates + board * 2 * channels;
     const float scale = 1.f / (1.f + expf(-g[c])), shift = g[channels + c];
+    float values[M * M];
 #pragma unroll
     for (int j = 0; j < M * M; ++j) {
-      const long at = (board * 64 + winograd_square<M>(tile, j)) * channels + c;
-      x[at] = __float2half(activate(scale * __half2float(y[at]) + shift + __half2float(x[at]), act));
+      values[j] = scale * __half2float(y[winograd_at<M>(channels, board, tile, j, c)]) + shift;
+    }
+    winograd_tile_add<M>(x, channels, board, tile, c, values);
+#pragma unroll
+    for (int j = 0; j < M * M; ++j) {
+      x[winograd_at<M>(channels, board, tile, j, c)] = __float2half(activate(values[j], act));
     }
   }
   if (!v) return;
@@ -297,11 +320,13 @@ static __device__ void winograd_se_board(const __half* __restrict__ m, int chann
   if (mine) {
     const float scale = 1.f / (1.f + expf(-gates[c])), shift = gates[channels + c];
 #pragma unroll
+    for (int j = 0; j < M * M; ++j) values[j] = scale * values[j] + shift;
+    winograd_tile_add<M>(x, channels, board, tile, c, values);
+#pragma unroll
     for (int j = 0; j < M * M; ++j) {
       const int s = winograd_square<M>(tile, j);
-      const long at = (board * 64 + s) * channels + c;
-      const __half z = __float2half(activate(scale * values[j] + shift + __half2float(x[at]), act));
-      x[at] = z;
+      const __half z = __float2half(activate(values[j], act));
+      x[(board * 64 + s) * channels + c] = z;
       staged[s * channels + c] = z;
     }
   }
