@@ -3,9 +3,11 @@
 // and files m·(t % (8/m)) … + m − 1, and reads the (m+2)² squares around them (zero off the
 // board). With the transformed input V = Bᵀ·d·B and weights U = G·g·Gᵀ (uploaded as
 // [points][K][C]), each point ξ is one GEMM M_ξ[tile][K] = V_ξ[tile][C] · U_ξ[K][C]ᵀ, and the
-// output tile is Aᵀ·M·A. Transformed tensors are point-major: element (ξ, board·tiles + t, c)
-// at (ξ · tiles·batch + board·tiles + t) · C + c, so that every point's GEMM is a plain
-// row-major matrix. Activations are square-major as everywhere in the tower: row
+// output tile is Aᵀ·M·A. Transformed tensors are tile-major: element (ξ, tile T = board·tiles
+// + t, c) at (T · points + ξ) · C + c, so that a tile's points are one contiguous run of
+// points·C values (a transform's block reads and writes whole kilobytes of a board's tiles)
+// and every point's GEMM a row-major matrix with rows points·C apart (lda = points·C, the
+// points C apart in the batch). Activations are square-major as everywhere in the tower: row
 // board·64 + square, column c. The matrices (and G, applied on the host) are in
 // src/backend/executor/tower/weights.rs's words: F(2×2) on the points 0, ±1, ∞; F(4×4) on
 // 0, ±1/2, ±2, ∞, whose fp16 error is two thirds of the usual 0, ±1, ±2's.
@@ -55,10 +57,11 @@ struct Winograd<4> {
 
 // The points of tile `tile` of one channel of one board from its squares (`squares`: the
 // board's first square of the channel, `stride` values between squares), into `out` (the
-// tile's first point of the channel, `point_stride` values between points).
+// tile's first point of the channel, `stride` values between points: a tile's points are as
+// far apart as a board's squares, one row of C channels).
 template <int M>
 static __device__ __forceinline__ void winograd_tile_points(const __half* squares, int stride, int tile,
-                                                            __half* __restrict__ out, long point_stride) {
+                                                            __half* __restrict__ out) {
   constexpr int N = M + 2, SIDE = 8 / M;
   const int rank0 = M * (tile / SIDE) - 1, file0 = M * (tile % SIDE) - 1;
   float columns[N][N];  // columns[b] = Bᵀ · (column b of the neighbourhood)
@@ -79,33 +82,39 @@ static __device__ __forceinline__ void winograd_tile_points(const __half* square
     for (int b = 0; b < N; ++b) row[b] = columns[b][a];
     Winograd<M>::bt(row, t);
 #pragma unroll
-    for (int b = 0; b < N; ++b) out[(long)(a * N + b) * point_stride] = __float2half(t[b]);
+    for (int b = 0; b < N; ++b) out[(a * N + b) * stride] = __float2half(t[b]);
   }
 }
 
+// The first point of channel c of tile `tile` of `board` in the tile-major `v` or `m`
+// ([board·tiles + tile][points][C]).
+template <int M>
+static __device__ __forceinline__ long winograd_point0(int channels, long board, int tile, int c) {
+  constexpr int TILES = 64 / (M * M), POINTS = (M + 2) * (M + 2);
+  return ((board * TILES + tile) * POINTS) * channels + c;
+}
+
 // The points of tile `tile` of channel c of `board` from the square-major `x` ([batch·64][C]),
-// into `v` ([points][tiles][C], `tiles`: of the whole batch).
+// into `v`.
 template <int M>
 static __device__ __forceinline__ void winograd_board_points(const __half* x, int channels, long board, int tile,
-                                                             int c, __half* __restrict__ v, long tiles) {
-  constexpr int TILES = 64 / (M * M);
-  winograd_tile_points<M>(x + board * 64 * channels + c, channels, tile, v + (board * TILES + tile) * channels + c,
-                          tiles * channels);
+                                                             int c, __half* __restrict__ v) {
+  winograd_tile_points<M>(x + board * 64 * channels + c, channels, tile, v + winograd_point0<M>(channels, board, tile, c));
 }
 
 // Tile `tile` of channel c of `board` from its points in `m` (Aᵀ·M·A): values[i·M + j] is
 // the square (rank0 + i, file0 + j).
 template <int M>
-static __device__ __forceinline__ void winograd_tile_squares(const __half* __restrict__ m, long tiles, int channels,
-                                                             long board, int tile, int c, float values[M * M]) {
-  constexpr int N = M + 2, SIDE = 8 / M;
-  const __half* in = m + (board * SIDE * SIDE + tile) * channels + c;
+static __device__ __forceinline__ void winograd_tile_squares(const __half* __restrict__ m, int channels, long board,
+                                                             int tile, int c, float values[M * M]) {
+  constexpr int N = M + 2;
+  const __half* in = m + winograd_point0<M>(channels, board, tile, c);
   float columns[N][M];  // columns[b] = Aᵀ · (column b of the tile's points)
 #pragma unroll
   for (int b = 0; b < N; ++b) {
     float p[N];
 #pragma unroll
-    for (int a = 0; a < N; ++a) p[a] = __half2float(in[(long)(a * N + b) * tiles * channels]);
+    for (int a = 0; a < N; ++a) p[a] = __half2float(in[(a * N + b) * channels]);
     Winograd<M>::at(p, columns[b]);
   }
 #pragma unroll
@@ -153,7 +162,7 @@ static __device__ void winograd_input(const __half* __restrict__ x, int channels
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
     const int c = (int)(i % channels);
     const long tile = i / channels;
-    winograd_board_points<M>(x, channels, tile / TILES, (int)(tile % TILES), c, v, tiles);
+    winograd_board_points<M>(x, channels, tile / TILES, (int)(tile % TILES), c, v);
   }
 }
 
@@ -175,7 +184,7 @@ static __device__ __forceinline__ WinogradBlock winograd_block(int channels) {
   return WinogradBlock{(long)(blockIdx.x / groups), (int)(blockIdx.x % groups) * WINOGRAD_CHANNELS};
 }
 
-// The output transform of a convolution's products m ([points][tiles][K]), then
+// The output transform of a convolution's products m ([tiles][points][K]), then
 // y = act(out + bias (+ residual)) written to `out` ([batch·64][K]) and, where `v` is given,
 // transformed into v (the next convolution's input points) from `out`; where `means` is given,
 // each channel's mean of y over the board into means[board·2K + c] (the first half of the
@@ -186,18 +195,18 @@ static __device__ __forceinline__ WinogradBlock winograd_block(int channels) {
 template <int M>
 static __device__ void winograd_output(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
                                        const __half* residual, int act, __half* out, __half* __restrict__ v,
-                                       float* __restrict__ means, int batch) {
+                                       float* __restrict__ means) {
   constexpr int TILES = 64 / (M * M);
   __shared__ float tile_sums[TILES][WINOGRAD_CHANNELS];
   const WinogradBlock block = winograd_block(channels);
-  const long board = block.board, tiles = (long)TILES * batch;
+  const long board = block.board;
   const int lane = threadIdx.x % WINOGRAD_CHANNELS;
   const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = block.first_channel + lane;
   const bool mine = c < channels && tile < TILES;
   float sum = 0.f;
   if (mine) {
     float values[M * M];
-    winograd_tile_squares<M>(m, tiles, channels, board, tile, c, values);
+    winograd_tile_squares<M>(m, channels, board, tile, c, values);
     const float b = __half2float(bias[c]);
 #pragma unroll
     for (int j = 0; j < M * M; ++j) values[j] += b;
@@ -221,7 +230,7 @@ static __device__ void winograd_output(const __half* __restrict__ m, int channel
   }
   if (!v) return;
   __syncthreads();
-  if (mine) winograd_board_points<M>(out, channels, board, tile, c, v, tiles);
+  if (mine) winograd_board_points<M>(out, channels, board, tile, c, v);
 }
 
 // Squeeze-excitation after a block's second convolution, `winograd_output`'s block layout:
@@ -229,10 +238,10 @@ static __device__ void winograd_output(const __half* __restrict__ m, int channel
 // [batch][2C]), then x transformed into `v` (the next block's first convolution) where given.
 template <int M>
 static __device__ void winograd_se_apply(const __half* __restrict__ y, const float* __restrict__ gates, int channels,
-                                         __half* x, int act, __half* __restrict__ v, int batch) {
+                                         __half* x, int act, __half* __restrict__ v) {
   constexpr int TILES = 64 / (M * M);
   const WinogradBlock block = winograd_block(channels);
-  const long board = block.board, tiles = (long)TILES * batch;
+  const long board = block.board;
   const int tile = threadIdx.x / WINOGRAD_CHANNELS, c = block.first_channel + threadIdx.x % WINOGRAD_CHANNELS;
   const bool mine = c < channels && tile < TILES;
   if (mine) {
@@ -251,7 +260,7 @@ static __device__ void winograd_se_apply(const __half* __restrict__ y, const flo
   }
   if (!v) return;
   __syncthreads();
-  if (mine) winograd_board_points<M>(x, channels, board, tile, c, v, tiles);
+  if (mine) winograd_board_points<M>(x, channels, board, tile, c, v);
 }
 
 // Squeeze-excitation's gates of `per_block` (≤ SE_POSITIONS) positions a block, from the means
@@ -286,7 +295,7 @@ template <int M>
 static __device__ void winograd_se_board(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
                                          const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
                                          const __half* __restrict__ w2, const __half* __restrict__ b2, int act,
-                                         __half* x, __half* __restrict__ v, int batch) {
+                                         __half* x, __half* __restrict__ v) {
   constexpr int TILES = 64 / (M * M);
   DYNAMIC_SHARED(float, shared);
   const int width = blockDim.x / TILES;
@@ -295,13 +304,13 @@ static __device__ void winograd_se_board(const __half* __restrict__ m, int chann
   float* hidden = pooled + channels;          // [se]
   float* gates = hidden + se;                 // [2C]
   __half* staged = (__half*)(gates + 2 * channels);  // [64][C], the board's new x
-  const long board = blockIdx.x, tiles = (long)TILES * batch;
+  const long board = blockIdx.x;
   const int tile = threadIdx.x / width, c = threadIdx.x % width;
   const bool mine = c < channels;
   float values[M * M];
   float sum = 0.f;
   if (mine) {
-    winograd_tile_squares<M>(m, tiles, channels, board, tile, c, values);
+    winograd_tile_squares<M>(m, channels, board, tile, c, values);
     const float b = __half2float(bias[c]);
 #pragma unroll
     for (int j = 0; j < M * M; ++j) {
@@ -332,7 +341,7 @@ static __device__ void winograd_se_board(const __half* __restrict__ m, int chann
   }
   if (!v) return;
   __syncthreads();
-  if (mine) winograd_tile_points<M>(staged + c, channels, tile, v + (board * TILES + tile) * channels + c, tiles * channels);
+  if (mine) winograd_tile_points<M>(staged + c, channels, tile, v + winograd_point0<M>(channels, board, tile, c));
 }
 
 // The entry points, per output tile (F(2×2, 3×3) and F(4×4, 3×3)).
@@ -342,21 +351,21 @@ static __device__ void winograd_se_board(const __half* __restrict__ m, int chann
     winograd_input<M>(x, channels, v, batch);                                                                       \
   }                                                                                                                 \
   KERNEL void winograd_output_f##M(const __half* m, int channels, const __half* bias, const __half* residual,       \
-                                   int act, __half* out, __half* v, float* means, int batch) {                      \
+                                   int act, __half* out, __half* v, float* means) {                                 \
     PRIOR_KERNELS_DONE();                                                                                           \
-    winograd_output<M>(m, channels, bias, residual, act, out, v, means, batch);                                     \
+    winograd_output<M>(m, channels, bias, residual, act, out, v, means);                                            \
   }                                                                                                                 \
   KERNEL void winograd_se_apply_f##M(const __half* y, const float* gates, int channels, __half* x, int act,       \
-                                     __half* v, int batch) {                                                        \
+                                     __half* v) {                                                                   \
     PRIOR_KERNELS_DONE();                                                                                           \
-    winograd_se_apply<M>(y, gates, channels, x, act, v, batch);                                                     \
+    winograd_se_apply<M>(y, gates, channels, x, act, v);                                                            \
   }                                                                                                                 \
   KERNEL void __launch_bounds__(SE_THREADS) winograd_se_board_f##M(const __half* m, int channels,                   \
                                                                    const __half* bias, const __half* w1,          \
                                      const __half* b1, int se, const __half* w2, const __half* b2, int act,        \
-                                     __half* x, __half* v, int batch) {                                             \
+                                     __half* x, __half* v) {                                                        \
     PRIOR_KERNELS_DONE();                                                                                           \
-    winograd_se_board<M>(m, channels, bias, w1, b1, se, w2, b2, act, x, v, batch);                                  \
+    winograd_se_board<M>(m, channels, bias, w1, b1, se, w2, b2, act, x, v);                                         \
   }
 WINOGRAD_ENTRIES(2)
 WINOGRAD_ENTRIES(4)

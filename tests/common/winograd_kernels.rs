@@ -8,7 +8,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use lc0rs::gpu::kernels::{SE_POSITIONS, WinogradTile, activation_code, launchers};
-use lc0rs::gpu::{BatchedProduct, DevicePtr, GpuBuffer, GpuDevice, Launch};
+use lc0rs::gpu::{DevicePtr, GpuBuffer, GpuDevice, Launch};
 use lc0rs::weights::format::Activation;
 
 use super::conv_kernels::se_f64;
@@ -107,29 +107,11 @@ impl Conv {
         m: &GpuBuffer,
         batch: usize,
     ) {
-        let (tiles, c, k) = (tile.tiles_per_board() * batch, self.inputs, self.outputs());
-        // SAFETY: v holds points × tiles × C values, m room for points × tiles × K, the
-        // weights points × K × C.
-        unsafe {
-            device.batched_product(&BatchedProduct {
-                batch: tile.points(),
-                m: tiles,
-                n: k,
-                k: c,
-                alpha: 1.0,
-                a: v.ptr(),
-                lda: c,
-                stride_a: tiles * c,
-                b: self.points.ptr(),
-                ldb: c,
-                stride_b: k * c,
-                b_transposed: false,
-                c: m.ptr(),
-                ldc: k,
-                stride_c: tiles * k,
-            })
-        }
-        .unwrap();
+        let shape = (self.inputs, self.outputs());
+        let product = tile.products(batch, shape, v.ptr(), self.points.ptr(), m.ptr());
+        // SAFETY: v holds the points of `batch` boards of C channels, m room for their products
+        // of K, the weights points × K × C.
+        unsafe { device.batched_product(&product) }.unwrap();
     }
 }
 
@@ -189,7 +171,6 @@ fn output(
             out,
             v,
             means,
-            batch as i32,
         )
     }
     .unwrap();
@@ -339,7 +320,6 @@ fn se_split(device: &dyn GpuDevice, c: &SeCase, m: &GpuBuffer, x: &GpuBuffer, v:
             x.ptr(),
             activation_code(c.act),
             Some(v.ptr()),
-            batch as i32,
         )
         .unwrap();
     }
@@ -374,7 +354,6 @@ fn se_board(
             activation_code(c.act),
             x.ptr(),
             Some(v.ptr()),
-            c.batch as i32,
         )
         .unwrap();
     }

@@ -283,7 +283,7 @@ launchers! { SHARED;
         b2: DevicePtr,
         act: i32,
     );
-    /// A 3×3 convolution's input as Winograd points (`[points][tiles][C]`); the member is the
+    /// A 3×3 convolution's input as Winograd points (`[tiles][points][C]`, tile-major); the member is the
     /// output tile, F(2×2, 3×3) or F(4×4, 3×3).
     winograd_input [WinogradInput: F2 = winograd_input_f2, F4 = winograd_input_f4](
         x: DevicePtr,
@@ -304,8 +304,7 @@ launchers! { SHARED;
         out: DevicePtr,
         v: Option<DevicePtr>,
         means: Option<DevicePtr>,
-        batch: i32,
-    );
+);
     /// Squeeze-excitation's gates (`[batch][2C]` f32, in place) from the channel means that
     /// `winograd_output` left in them, `per_block` positions a block.
     se_gates_of_means(
@@ -329,8 +328,7 @@ launchers! { SHARED;
         x: DevicePtr,
         act: i32,
         v: Option<DevicePtr>,
-        batch: i32,
-    );
+);
     /// The end of a narrow tower's block with squeeze-excitation, one block per board: the
     /// second convolution's output transform, the gates, their application with the skip to
     /// `x`, and the next convolution's points where given.
@@ -346,8 +344,7 @@ launchers! { SHARED;
         act: i32,
         x: DevicePtr,
         v: Option<DevicePtr>,
-        batch: i32,
-    );
+);
     /// A convolutional policy head's outputs to the 1858 logits through `map`.
     policy_gather(
         input: DevicePtr,

@@ -3,7 +3,7 @@
 //! the host (it must match the kernels' `Bᵀ` and `Aᵀ`, whose points it shares).
 
 use super::launchers::{WinogradInput, WinogradOutput, WinogradSeApply, WinogradSeBoard};
-use crate::gpu::Launch;
+use crate::gpu::{BatchedProduct, DevicePtr, Launch};
 
 /// Channels per block of `winograd_output` and `winograd_se_apply` (`WINOGRAD_CHANNELS` in
 /// hip/winograd.hip), side by side in a warp, each with every tile of one board.
@@ -68,6 +68,39 @@ impl WinogradTile {
     /// A batch's points per channel: points per tile × tiles per board × `batch`.
     pub fn batch_points(self, batch: usize) -> usize {
         self.points() * self.tiles_per_board() * batch
+    }
+
+    /// The GEMMs of a convolution of `inputs` to `outputs` channels over `batch` boards, one a
+    /// point: `M_ξ[tile][K] = V_ξ[tile][C] · U_ξ[K][C]ᵀ`, from the tile-major `points`
+    /// (`[tiles][points][C]`, hip/winograd.hip) and `weights` (`weight_points`, `[points][K][C]`)
+    /// into the tile-major `products` (`[tiles][points][K]`): a point's rows are a tile's
+    /// points·C values apart, its first row C values after the point before.
+    pub fn products(
+        self,
+        batch: usize,
+        (inputs, outputs): (usize, usize),
+        points: DevicePtr,
+        weights: DevicePtr,
+        products: DevicePtr,
+    ) -> BatchedProduct {
+        let (per_tile, c, k) = (self.points(), inputs, outputs);
+        BatchedProduct {
+            batch: per_tile,
+            m: self.tiles_per_board() * batch,
+            n: k,
+            k: c,
+            alpha: 1.0,
+            a: points,
+            lda: per_tile * c,
+            stride_a: c,
+            b: weights,
+            ldb: c,
+            stride_b: k * c,
+            b_transposed: false,
+            c: products,
+            ldc: per_tile * k,
+            stride_c: k,
+        }
     }
 
     /// The launch of `winograd_output` or `winograd_se_apply` over `batch` boards of

@@ -44,7 +44,7 @@ pub struct TowerBuffers {
     /// The input planes as `[batch·64][112]`.
     planes: GpuBuffer,
     /// A 3×3 convolution's input as the GEMM reads it: gathered neighbourhoods
-    /// `[batch·64][9·max(112, C)]`, or Winograd points `[points][tiles][max(112, C)]`.
+    /// `[batch·64][9·max(112, C)]`, or Winograd points `[tiles][points][max(112, C)]`.
     columns: GpuBuffer,
     /// The Winograd form's products and squeeze-excitation gates (none in the gather form).
     winograd: Option<WinogradBuffers>,
@@ -66,7 +66,7 @@ pub struct TowerBuffers {
 
 /// A lane's buffers of the Winograd form.
 struct WinogradBuffers {
-    /// The products `[points][tiles][C]`.
+    /// The products `[tiles][points][C]`.
     products: GpuBuffer,
     /// Squeeze-excitation's gates `[batch][2C]` in f32.
     gates: GpuBuffer,

@@ -14,7 +14,7 @@ use crate::backend::executor::io::HALF;
 use crate::backend::executor::marks::Cost;
 use crate::board::{INPUT_PLANES, SQUARES};
 use crate::gpu::kernels::{activation_code, launchers};
-use crate::gpu::{BatchedProduct, DevicePtr, GpuError, GpuResult, Launch};
+use crate::gpu::{DevicePtr, GpuError, GpuResult, Launch};
 use crate::weights::format::Activation;
 
 /// A batch's points per channel.
@@ -88,29 +88,18 @@ impl TowerForward<'_> {
     /// points.
     unsafe fn winograd_products(&self, conv: &WinogradGpu, batch: usize) -> GpuResult<()> {
         let [points, products, _] = self.winograd_scratch()?;
-        let tiles = conv.tile.tiles_per_board() * batch;
-        let (c, k) = (conv.inputs, conv.outputs);
-        // SAFETY: `columns` holds points × tiles × C values and `products` room for points ×
-        // tiles × K (the lane's buffers, sized for the widest convolution), `conv.points`
+        let shape = (conv.inputs, conv.outputs);
+        // SAFETY: `columns` holds tiles × points × C values and `products` room for tiles ×
+        // points × K (the lane's buffers, sized for the widest convolution), `conv.points`
         // points × K × C weights.
         unsafe {
-            self.ops.device.batched_product(&BatchedProduct {
-                batch: conv.tile.points(),
-                m: tiles,
-                n: k,
-                k: c,
-                alpha: 1.0,
-                a: points,
-                lda: c,
-                stride_a: tiles * c,
-                b: conv.points.ptr(),
-                ldb: c,
-                stride_b: k * c,
-                b_transposed: false,
-                c: products,
-                ldc: k,
-                stride_c: tiles * k,
-            })
+            self.ops.device.batched_product(&conv.tile.products(
+                batch,
+                shape,
+                points,
+                conv.points.ptr(),
+                products,
+            ))
         }
     }
 
@@ -146,7 +135,6 @@ impl TowerForward<'_> {
                 out,
                 next.then_some(points),
                 means.then_some(gates),
-                batch as i32,
             )
         }
     }
@@ -250,7 +238,6 @@ impl TowerForward<'_> {
                         activation_code(self.act),
                         b.x.ptr(),
                         next.then_some(points),
-                        batch as i32,
                     )
                 });
             }
@@ -292,7 +279,6 @@ impl TowerForward<'_> {
                     b.x.ptr(),
                     activation_code(self.act),
                     next.then_some(points),
-                    batch as i32,
                 )
             })
         }
