@@ -1,5 +1,6 @@
 // lc0rs output-head kernels: the attention policy's map to the 1858 logits (attention bodies
-// and towers with an attention policy) and the value / moves-left finish (every network).
+// and towers with an attention policy), the value / moves-left finish (every network), and the
+// gather of the outputs a caller picked for the copy back.
 
 // The attention policy's finish: the 4288 raw values of position blockIdx.x mapped to the
 // 1858 outputs (fp32), blockDim.x raw values per block along y, so that a small batch still
@@ -75,4 +76,33 @@ KERNEL void value_finish(const __half* __restrict__ value, int wdl, const __half
   out[b * 3] = q;
   out[b * 3 + 1] = d;
   out[b * 3 + 2] = m;
+}
+
+// The outputs of a pass over `size` positions that a caller reads, gathered into one array for
+// one small copy back instead of every logit: the first `batch` positions' Q, D and M
+// (`outputs`' first [batch][3] f32), then the picked logits in the picks' order, pick i being
+// logit indices[i] of position p where ends[p − 1] ≤ i < ends[p] (ends[-1] = 0; `total` =
+// ends[batch − 1]). `outputs` is the pass's: [size][3] f32, then [size][1858] f32 logits.
+KERNEL void gather_picked(const float* __restrict__ outputs, int size, int batch, const unsigned* __restrict__ ends,
+                          const unsigned short* __restrict__ indices, int total, float* __restrict__ out) {
+  PRIOR_KERNELS_DONE();
+  const long finished = 3L * batch, count = finished + total;
+  const float* policy = outputs + 3L * size;
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < count; i += (long)gridDim.x * blockDim.x) {
+    if (i < finished) {
+      out[i] = outputs[i];
+      continue;
+    }
+    const unsigned pick = (unsigned)(i - finished);
+    int low = 0, high = batch - 1;  // the first position whose picks end past this one
+    while (low < high) {
+      const int middle = (low + high) / 2;
+      if (ends[middle] > pick) {
+        high = middle;
+      } else {
+        low = middle + 1;
+      }
+    }
+    out[i] = policy[(long)low * 1858 + indices[pick]];
+  }
 }

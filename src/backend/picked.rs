@@ -77,6 +77,16 @@ impl PolicyPicks {
         start..self.ends[i] as usize
     }
 
+    /// Every index, position after position.
+    pub fn indices(&self) -> &[u16] {
+        &self.indices
+    }
+
+    /// Where each position's indices end among all of them.
+    pub fn ends(&self) -> &[u32] {
+        &self.ends
+    }
+
     /// Position `i`'s indices.
     pub fn of(&self, i: usize) -> &[u16] {
         &self.indices[self.range(i)]

@@ -6,6 +6,7 @@ use lc0rs::backend::oracle::{
     random_histories,
 };
 use lc0rs::backend::{BatchOutput, PolicyPicks, create_backend, legal_move_probabilities, softmax};
+use lc0rs::board::POLICY_SIZE;
 use lc0rs::chess::policy_index::entry_moves_with_indices;
 use lc0rs::netsource::NetSource;
 use lc0rs::weights::format::Activation;
@@ -63,10 +64,10 @@ pub fn check_backend_against_cpu_on<N: Clone + Into<Model>>(
     }
 }
 
-/// `backend`'s picked logits (each position's legal moves, as a search asks) against the cpu
-/// oracle's full outputs, with each of `option_sets`, on 40 random positions in batches of
-/// `batches`: as many logits as legal moves, their probabilities, Q and D within the selftest
-/// limits.
+/// `backend`'s picked logits (each position's legal moves, as a search asks, gathered on the
+/// device; and every logit, more picks than that gather takes) against the cpu oracle's full
+/// outputs, with each of `option_sets`, on 40 random positions in batches of `batches`: as many
+/// logits as legal moves, their probabilities, Q and D within the selftest limits.
 pub fn check_picked_against_cpu<N: Clone + Into<Model>>(
     backend: &str,
     network: &N,
@@ -91,8 +92,24 @@ pub fn check_picked_against_cpu<N: Clone + Into<Model>>(
                 let picks = PolicyPicks::of_legal_moves(moves.map(Vec::as_slice));
                 let planes: Vec<_> = chunk.iter().map(|e| e.planes).collect();
                 let got = gpu.evaluate_picked(&planes, &picks).unwrap();
+                // Every logit of each position, in reverse: more picks than the device's
+                // gather takes (the whole policy is read instead).
+                let mut every = PolicyPicks::default();
+                chunk
+                    .iter()
+                    .for_each(|_| every.push((0..POLICY_SIZE).rev()));
+                let all = gpu.evaluate_picked(&planes, &every).unwrap();
                 for (k, i) in (start..start + chunk.len()).enumerate() {
                     let label = format!("{options:?} batch {batch} position {i}");
+                    let mut p_all = softmax(all.logits_of(k), 1.0);
+                    p_all.reverse();
+                    for (x, y) in p_all.iter().zip(&softmax(want.policy_of(i), 1.0)) {
+                        let error = f64::from((x - y).abs());
+                        assert!(
+                            error <= MAX_PROBABILITY_ERROR,
+                            "{label}, every logit: {x} against {y}"
+                        );
+                    }
                     assert_eq!(got.logits_of(k).len(), legal[i].len(), "{label}");
                     let p_got = softmax(got.logits_of(k), 1.0);
                     let p_want = legal_move_probabilities(want.policy_of(i), &legal[i], 1.0);

@@ -1,10 +1,12 @@
 //! The buffers every pass shares the shape of: a batch's input planes, uploaded in one copy,
-//! and its outputs (Q, D, M and the policy logits), brought back in one.
+//! and its outputs (Q, D, M and the policy logits), brought back in one; and for a caller that
+//! reads only some logits, its picks and the outputs gathered for them (`gather_picked`).
 
 use std::mem::size_of;
 
 use half::f16;
 
+use crate::backend::PolicyPicks;
 use crate::board::{INPUT_PLANES, POLICY_SIZE};
 use crate::chess::InputPlanes;
 use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuResult};
@@ -22,7 +24,18 @@ pub struct IoBuffers {
     /// `[n][3]` f32 (Q, D, M), then `[n][1858]` f32 policy logits (see
     /// [`IoBuffers::finished`], [`IoBuffers::policy`]).
     pub outputs: GpuBuffer,
+    /// A batch's picks (see [`upload_picks`]): where each position's end (u32 a position),
+    /// then the indices (u16 a pick).
+    pub picks: GpuBuffer,
+    /// The outputs `gather_picked` gathers for the picks: the batch's `[n][3]` Q, D, M, then
+    /// the picked logits in the picks' order (f32).
+    pub picked: GpuBuffer,
 }
+
+/// Picks a batch may have, on average, for the gathered copy back: past a position's largest
+/// number of legal moves (218), so a search's batches always fit; a caller picking more is
+/// read from the whole policy instead.
+pub const PICKS_PER_POSITION: usize = 256;
 
 /// Bytes of one position's Q, D and M.
 pub const FINISHED_BYTES: usize = 3 * size_of::<f32>();
@@ -34,7 +47,16 @@ impl IoBuffers {
         Ok(Self {
             inputs: device.alloc(max_batch * INPUT_PLANES * INPUT_PLANE_BYTES)?,
             outputs: device.alloc(max_batch * (FINISHED_BYTES + POLICY_BYTES))?,
+            picks: device
+                .alloc(max_batch * (size_of::<u32>() + PICKS_PER_POSITION * size_of::<u16>()))?,
+            picked: device
+                .alloc(max_batch * (FINISHED_BYTES + PICKS_PER_POSITION * size_of::<f32>()))?,
         })
+    }
+
+    /// Where a batch's pick ends and indices lie in `picks` (see [`upload_picks`]).
+    pub fn picks(&self, batch: usize) -> (DevicePtr, DevicePtr) {
+        (self.picks.ptr(), self.picks.at(batch * size_of::<u32>()))
     }
 
     /// Where the masks and the values of a pass over `batch` positions lie in `inputs`.
@@ -56,8 +78,8 @@ impl IoBuffers {
         self.outputs.at(size * FINISHED_BYTES)
     }
 
-    pub fn all(&self) -> [&GpuBuffer; 2] {
-        [&self.inputs, &self.outputs]
+    pub fn all(&self) -> [&GpuBuffer; 4] {
+        [&self.inputs, &self.outputs, &self.picks, &self.picked]
     }
 }
 
@@ -86,6 +108,29 @@ pub fn upload_inputs(
             let (masks, values) = staged.split_at_mut(mask_bytes);
             fill_inputs(masks, values, batch);
         })
+}
+
+/// Copies a batch's picks to the device for `gather_picked`, each position's end then every
+/// index, and says whether they fit (at most [`PICKS_PER_POSITION`] a position on average);
+/// those that do not are left to be read from the whole policy.
+pub fn upload_picks(
+    device: &dyn GpuDevice,
+    buffers: &mut IoBuffers,
+    picks: &PolicyPicks,
+) -> GpuResult<bool> {
+    if picks.total() > picks.len() * PICKS_PER_POSITION {
+        return Ok(false);
+    }
+    let ends = bytemuck::cast_slice::<u32, u8>(picks.ends());
+    let indices = bytemuck::cast_slice::<u16, u8>(picks.indices());
+    buffers
+        .picks
+        .copy_from_host_with(device, 0, ends.len() + indices.len(), &mut |staged| {
+            let (at_ends, at_indices) = staged.split_at_mut(ends.len());
+            at_ends.copy_from_slice(ends);
+            at_indices.copy_from_slice(indices);
+        })?;
+    Ok(true)
 }
 
 /// Writes the batch's masks (u64, the positions past the batch zero) and values (f32) into

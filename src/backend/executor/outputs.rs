@@ -1,7 +1,8 @@
 //! A pass's outputs read back from the device: one copy of the Q, D, M and the policy logits
 //! (laid out by [`IoBuffers`](super::io::IoBuffers)), taken apart piece by piece as it lands,
 //! with the finite check folded into the copy. The policy is read whole, or only the logits a
-//! caller picked, straight out of the pinned piece.
+//! caller picked, straight out of the pinned piece; or, where the picks were gathered on the
+//! device (`gather_picked`), the batch's Q, D, M and picked logits alone.
 
 use std::mem::size_of;
 use std::ops::Range;
@@ -94,6 +95,47 @@ impl PolicySink for PickedLogits<'_> {
     fn finish(self, q: Vec<f32>, d: Vec<f32>, m: Vec<f32>) -> (PickedOutput, bool) {
         let finite = first_non_finite(&self.logits).is_none();
         (PickedOutput::new(q, d, m, self.logits, self.picks), finite)
+    }
+}
+
+/// Takes apart the outputs `gather_picked` gathered for a batch's picks as they land: the
+/// batch's Q, D, M (`[n][3]` f32), then its picked logits.
+pub struct GatheredReader<'p> {
+    picks: &'p PolicyPicks,
+    values: Vec<f32>,
+    finite: bool,
+}
+
+impl<'p> GatheredReader<'p> {
+    pub fn new(picks: &'p PolicyPicks) -> Self {
+        Self {
+            picks,
+            values: Vec::with_capacity(3 * picks.len() + picks.total()),
+            finite: true,
+        }
+    }
+
+    /// The bytes to download.
+    pub fn bytes(&self) -> usize {
+        self.picks.len() * FINISHED_BYTES + self.picks.total() * size_of::<f32>()
+    }
+
+    /// Takes the next piece that landed (in order, whole f32 values).
+    pub fn take(&mut self, piece: &[u8]) {
+        self.finite &= extend_f32(&mut self.values, piece);
+    }
+
+    /// The batch's outputs, and whether they are all finite.
+    pub fn finish(mut self) -> (PickedOutput, bool) {
+        debug_assert_eq!(
+            self.values.len() * size_of::<f32>(),
+            self.bytes(),
+            "outputs read in part"
+        );
+        let logits = self.values.split_off(3 * self.picks.len());
+        let column = |skip| self.values.iter().skip(skip).step_by(3).copied().collect();
+        let out = PickedOutput::new(column(0), column(1), column(2), logits, self.picks);
+        (out, self.finite)
     }
 }
 
@@ -324,5 +366,60 @@ mod tests {
         assert_eq!(out.policy[2 * POLICY_SIZE - 1], f32::INFINITY);
         let (_, finite) = read(size, size, &device_outputs(size, f32::NAN), 64);
         assert!(!finite, "a NaN in the batch's own Q, D, M");
+    }
+
+    /// `gather_picked`'s array for `picks` (Q, D, M of position p: 1000p + 0, 1, 2; pick j of
+    /// position p: p + index / 4096), as bytes.
+    fn gathered(picks: &PolicyPicks) -> Vec<u8> {
+        let mut values: Vec<f32> = (0..picks.len())
+            .flat_map(|p| [0.0, 1.0, 2.0].map(|k| 1000.0 * p as f32 + k))
+            .collect();
+        for p in 0..picks.len() {
+            values.extend(
+                picks
+                    .of(p)
+                    .iter()
+                    .map(|&j| p as f32 + f32::from(j) / 4096.0),
+            );
+        }
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn gathered_outputs_are_read_in_pieces_of_any_size() {
+        let mut picks = PolicyPicks::default();
+        picks.push([1857, 0, 700]);
+        picks.push([]);
+        picks.push([5, 5, 1000, 1]);
+        let mut bytes = gathered(&picks);
+        for piece in [4, 8, 12, 40, 1 << 20] {
+            let mut reader = GatheredReader::new(&picks);
+            assert_eq!(reader.bytes(), bytes.len());
+            bytes.chunks(piece).for_each(|chunk| reader.take(chunk));
+            let (out, finite) = reader.finish();
+            assert!(finite, "piece {piece}");
+            assert_eq!(out.q, [0.0, 1000.0, 2000.0], "piece {piece}");
+            assert_eq!(out.d, [1.0, 1001.0, 2001.0], "piece {piece}");
+            assert_eq!(out.m, [2.0, 1002.0, 2002.0], "piece {piece}");
+            assert_eq!(out.logits_of(0), [1857.0 / 4096.0, 0.0, 700.0 / 4096.0]);
+            assert!(out.logits_of(1).is_empty());
+            assert_eq!(
+                out.logits_of(2),
+                [
+                    2.0 + 5.0 / 4096.0,
+                    2.0 + 5.0 / 4096.0,
+                    2.0 + 1000.0 / 4096.0,
+                    2.0 + 1.0 / 4096.0
+                ]
+            );
+        }
+        // The last picked logit non-finite.
+        let last = bytes.len() - 4;
+        bytes[last..].copy_from_slice(&f32::NAN.to_le_bytes());
+        let mut reader = GatheredReader::new(&picks);
+        reader.take(&bytes);
+        let (out, finite) = reader.finish();
+        assert!(!finite);
+        assert!(out.logits_of(2)[3].is_nan());
     }
 }

@@ -354,6 +354,17 @@ launchers! { SHARED;
         out: DevicePtr,
         batch: i32,
     );
+    /// The first `batch` positions' Q, D, M and their picked logits (`ends`: u32 a position,
+    /// `indices`: u16 a pick) out of a pass's `outputs` over `size` positions, into one array.
+    gather_picked(
+        outputs: DevicePtr,
+        size: i32,
+        batch: i32,
+        ends: DevicePtr,
+        indices: DevicePtr,
+        total: i32,
+        out: DevicePtr,
+    );
 }
 
 launchers! { CUDA_ONLY;
