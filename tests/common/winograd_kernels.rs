@@ -224,30 +224,50 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
                 "{tile:?} case {case}: max error {error:.2e}"
             );
 
-            let out2 = poisoned(device, batch * 64 * k2);
-            second.products(device, tile, &v, &m, batch);
-            output(
-                device,
-                tile,
-                (&m, &second),
-                Activation::Identity,
-                None,
-                out2.ptr(),
-                (None, None),
-                batch,
-            );
-            let got2 = download(device, &out2, batch * 64 * k2);
-            let want2 = conv3x3_f64(&got, batch, k, &second.taps, &second.bias);
-            let error2 = max_error(&got2, &want2);
-            assert!(
-                error2 < tolerance(tile),
-                "{tile:?} case {case}, next convolution: max error {error2:.2e}"
-            );
+            let label = format!("{tile:?} case {case}");
+            let error2 =
+                check_next_convolution(device, tile, (&v, &m), &second, &got, batch, &label);
             eprintln!(
                 "winograd {tile:?} case {case} ({batch} × {c} → {k} → {k2}): max error {error:.2e}, next {error2:.2e}"
             );
         }
     }
+}
+
+/// The next convolution `conv` of the points a transform wrote into `v` (its products into
+/// `m`) against the direct convolution in f64 of `input`, the squares the same transform wrote;
+/// returns its largest error.
+fn check_next_convolution(
+    device: &dyn GpuDevice,
+    tile: WinogradTile,
+    (v, m): (&GpuBuffer, &GpuBuffer),
+    conv: &Conv,
+    input: &[f32],
+    batch: usize,
+    label: &str,
+) -> f64 {
+    let k = conv.outputs();
+    let out = poisoned(device, batch * 64 * k);
+    conv.products(device, tile, v, m, batch);
+    let plain = Activation::Identity;
+    output(
+        device,
+        tile,
+        (m, conv),
+        plain,
+        None,
+        out.ptr(),
+        (None, None),
+        batch,
+    );
+    let got = download(device, &out, batch * 64 * k);
+    let want = conv3x3_f64(input, batch, conv.inputs, &conv.taps, &conv.bias);
+    let error = max_error(&got, &want);
+    assert!(
+        error < tolerance(tile),
+        "{label}, next convolution: max error {error:.2e}"
+    );
+    error
 }
 
 /// A squeeze-excitation case: its weights on the device.
@@ -420,27 +440,9 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                     error < tolerance(tile),
                     "{tile:?} {form} case {case}: max error {error:.2e}"
                 );
-                let out = poisoned(device, batch * 64 * 8);
-                next.products(device, tile, &v, &m, batch);
-                let none = (None, None);
-                let plain = Activation::Identity;
-                output(
-                    device,
-                    tile,
-                    (&m, &next),
-                    plain,
-                    None,
-                    out.ptr(),
-                    none,
-                    batch,
-                );
-                let got2 = download(device, &out, batch * 64 * 8);
-                let want2 = conv3x3_f64(&got, batch, channels, &next.taps, &next.bias);
-                let error2 = max_error(&got2, &want2);
-                assert!(
-                    error2 < tolerance(tile),
-                    "{tile:?} {form} case {case}, next convolution: max error {error2:.2e}"
-                );
+                let label = format!("{tile:?} {form} case {case}");
+                let error2 =
+                    check_next_convolution(device, tile, (&v, &m), &next, &got, batch, &label);
                 eprintln!(
                     "winograd SE {form} {tile:?} case {case} ({batch} × {channels}, se {se}, {act:?}): max error {error:.2e}, next {error2:.2e}"
                 );

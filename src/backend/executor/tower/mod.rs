@@ -384,6 +384,7 @@ impl TowerForward<'_> {
                 + linear_cost(&se.fc1, batch)
                 + linear_cost(&se.fc2, batch);
             self.ops.op("se+residual+act", layer, cost, || {
+                let (w1, b1, hidden, w2, b2) = se.kernel_weights()?;
                 launchers::se_residual(
                     self.ops.device,
                     se.launch(batch, channels),
@@ -391,11 +392,11 @@ impl TowerForward<'_> {
                     bias,
                     b.x.ptr(),
                     channels as i32,
-                    se.fc1.w.ptr(),
-                    se.fc1.required_bias("squeeze-excitation fc1")?,
-                    se.fc1.outputs as i32,
-                    se.fc2.w.ptr(),
-                    se.fc2.required_bias("squeeze-excitation fc2")?,
+                    w1,
+                    b1,
+                    hidden,
+                    w2,
+                    b2,
                     activation_code(self.act),
                 )
             })

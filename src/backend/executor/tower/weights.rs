@@ -11,7 +11,7 @@ use crate::board::POLICY_SIZE;
 use crate::board::SQUARES;
 use crate::chess::conv_policy_map::conv_policy_map;
 use crate::gpu::kernels::{SE_RESIDUAL_THREADS, WinogradTile, se_gates_launch};
-use crate::gpu::{GpuBuffer, GpuDevice, GpuResult, Launch};
+use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuResult, Launch};
 use crate::weights::network::Dense;
 use crate::weights::tower::{Conv, ConvHead, TowerNetwork, TowerPolicy};
 
@@ -148,7 +148,22 @@ pub struct SeGpu {
     pub fc2: DenseGpu,
 }
 
+/// Squeeze-excitation's weights as its kernels take them: fc1's weight and bias, its hidden
+/// units, fc2's weight and bias.
+pub type SeKernelWeights = (DevicePtr, DevicePtr, i32, DevicePtr, DevicePtr);
+
 impl SeGpu {
+    /// The weights every squeeze-excitation kernel takes, in their order.
+    pub fn kernel_weights(&self) -> GpuResult<SeKernelWeights> {
+        Ok((
+            self.fc1.w.ptr(),
+            self.fc1.required_bias("squeeze-excitation fc1")?,
+            self.fc1.outputs as i32,
+            self.fc2.w.ptr(),
+            self.fc2.required_bias("squeeze-excitation fc2")?,
+        ))
+    }
+
     /// The launch of `se_gates_of_means` over `batch` positions of `channels`, and its
     /// positions a block.
     pub fn gates_launch(&self, batch: usize, channels: usize) -> (usize, Launch) {

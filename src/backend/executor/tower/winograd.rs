@@ -223,6 +223,7 @@ impl TowerForward<'_> {
                 let cost = transform_cost(conv2, batch) + se_flops(se, batch, channels);
                 return self.ops.op("se+residual+act", layer, cost, || {
                     let [points, products, _] = self.winograd_scratch()?;
+                    let (w1, b1, hidden, w2, b2) = se.kernel_weights()?;
                     launchers::winograd_se_board(
                         self.ops.device,
                         conv2.tile.se_board_kernel(),
@@ -230,11 +231,11 @@ impl TowerForward<'_> {
                         products,
                         channels as i32,
                         conv2.bias.ptr(),
-                        se.fc1.w.ptr(),
-                        se.fc1.required_bias("squeeze-excitation fc1")?,
-                        se.fc1.outputs as i32,
-                        se.fc2.w.ptr(),
-                        se.fc2.required_bias("squeeze-excitation fc2")?,
+                        w1,
+                        b1,
+                        hidden,
+                        w2,
+                        b2,
                         activation_code(self.act),
                         b.x.ptr(),
                         next.then_some(points),
@@ -252,6 +253,7 @@ impl TowerForward<'_> {
                 };
             self.ops.op("se+residual+act", layer, se_cost, || {
                 let [points, _, gates] = self.winograd_scratch()?;
+                let (w1, b1, hidden, w2, b2) = se.kernel_weights()?;
                 let plain = (Activation::Identity, false);
                 self.winograd_output(conv2, batch, plain, b.y.ptr(), (false, true))?;
                 let (per_block, launch) = se.gates_launch(batch, channels);
@@ -260,11 +262,11 @@ impl TowerForward<'_> {
                     launch,
                     gates,
                     channels as i32,
-                    se.fc1.w.ptr(),
-                    se.fc1.required_bias("squeeze-excitation fc1")?,
-                    se.fc1.outputs as i32,
-                    se.fc2.w.ptr(),
-                    se.fc2.required_bias("squeeze-excitation fc2")?,
+                    w1,
+                    b1,
+                    hidden,
+                    w2,
+                    b2,
                     activation_code(self.act),
                     per_block as i32,
                     batch as i32,
