@@ -55,13 +55,27 @@ struct Winograd<4> {
   }
 };
 
-// The points of tile `tile` of one channel of one board from its squares (`squares`: the
-// board's first square of the channel, `stride` values between squares), into `out` (the
-// tile's first point of the channel, `stride` values between points: a tile's points are as
-// far apart as a board's squares, one row of C channels).
-template <int M>
-static __device__ __forceinline__ void winograd_tile_points(const __half* squares, int stride, int tile,
-                                                            __half* __restrict__ out) {
+// One channel of one board's squares, square-major: square s at squares[s · stride].
+struct HalfSquares {
+  const __half* squares;
+  int stride;
+  __device__ __forceinline__ float operator()(int s) const { return __half2float(squares[s * stride]); }
+};
+
+// One input plane of one board as lc0 sends it: `value` on the squares whose bit of `mask` is
+// set, 0 elsewhere.
+struct PlaneSquares {
+  u64 mask;
+  float value;
+  __device__ __forceinline__ float operator()(int s) const { return ((mask >> s) & 1ull) ? value : 0.f; }
+};
+
+// The points of tile `tile` of one channel of one board from its squares (`square(s)`, s =
+// rank · 8 + file), into `out` (the tile's first point of the channel, `stride` values between
+// points: one row of the points' C channels).
+template <int M, typename Squares>
+static __device__ __forceinline__ void winograd_tile_points(const Squares& square, int tile, __half* __restrict__ out,
+                                                            int stride) {
   constexpr int N = M + 2, SIDE = 8 / M;
   const int rank0 = M * (tile / SIDE) - 1, file0 = M * (tile % SIDE) - 1;
   float columns[N][N];  // columns[b] = Bᵀ · (column b of the neighbourhood)
@@ -71,7 +85,7 @@ static __device__ __forceinline__ void winograd_tile_points(const __half* square
 #pragma unroll
     for (int a = 0; a < N; ++a) {
       const int r = rank0 + a, f = file0 + b;
-      d[a] = (r >= 0 && r < 8 && f >= 0 && f < 8) ? __half2float(squares[(r * 8 + f) * stride]) : 0.f;
+      d[a] = (r >= 0 && r < 8 && f >= 0 && f < 8) ? square(r * 8 + f) : 0.f;
     }
     Winograd<M>::bt(d, columns[b]);
   }
@@ -99,7 +113,8 @@ static __device__ __forceinline__ long winograd_point0(int channels, long board,
 template <int M>
 static __device__ __forceinline__ void winograd_board_points(const __half* x, int channels, long board, int tile,
                                                              int c, __half* __restrict__ v) {
-  winograd_tile_points<M>(x + board * 64 * channels + c, channels, tile, v + winograd_point0<M>(channels, board, tile, c));
+  winograd_tile_points<M>(HalfSquares{x + board * 64 * channels + c, channels}, tile,
+                          v + winograd_point0<M>(channels, board, tile, c), channels);
 }
 
 // Tile `tile` of channel c of `board` from its points in `m` (Aᵀ·M·A): values[i·M + j] is
@@ -153,16 +168,20 @@ static __device__ __forceinline__ void winograd_tile_add(const __half* x, int ch
   for (int j = 0; j < M * M; ++j) values[j] += __half2float(squares[winograd_square<M>(tile, j) * channels]);
 }
 
-// The input transform of a convolution's input x ([batch·64][C]) into v, a thread per tile
-// and channel.
+// The input transform of the input convolution straight from the planes as lc0 sends them
+// (`masks` and `values`, `planes` a position, plane-major within it: the input upload's
+// layout), into v: a thread per tile and plane, no square-major copy of the planes between.
 template <int M>
-static __device__ void winograd_input(const __half* __restrict__ x, int channels, __half* __restrict__ v, int batch) {
+static __device__ void winograd_planes(const u64* __restrict__ masks, const float* __restrict__ values, int planes,
+                                       __half* __restrict__ v, int batch) {
   constexpr int TILES = 64 / (M * M);
-  const long tiles = (long)TILES * batch, total = tiles * channels;
+  const long tiles = (long)TILES * batch, total = tiles * planes;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
-    const int c = (int)(i % channels);
-    const long tile = i / channels;
-    winograd_board_points<M>(x, channels, tile / TILES, (int)(tile % TILES), c, v);
+    const int c = (int)(i % planes);
+    const long tile = i / planes, board = tile / TILES;
+    const PlaneSquares square{masks[board * planes + c], values[board * planes + c]};
+    winograd_tile_points<M>(square, (int)(tile % TILES), v + winograd_point0<M>(planes, board, (int)(tile % TILES), c),
+                            planes);
   }
 }
 
@@ -341,14 +360,17 @@ static __device__ void winograd_se_board(const __half* __restrict__ m, int chann
   }
   if (!v) return;
   __syncthreads();
-  if (mine) winograd_tile_points<M>(staged + c, channels, tile, v + winograd_point0<M>(channels, board, tile, c));
+  if (mine) {
+    winograd_tile_points<M>(HalfSquares{staged + c, channels}, tile, v + winograd_point0<M>(channels, board, tile, c),
+                            channels);
+  }
 }
 
 // The entry points, per output tile (F(2×2, 3×3) and F(4×4, 3×3)).
 #define WINOGRAD_ENTRIES(M)                                                                                         \
-  KERNEL void winograd_input_f##M(const __half* x, int channels, __half* v, int batch) {                            \
+  KERNEL void winograd_planes_f##M(const u64* masks, const float* values, int planes, __half* v, int batch) {      \
     PRIOR_KERNELS_DONE();                                                                                           \
-    winograd_input<M>(x, channels, v, batch);                                                                       \
+    winograd_planes<M>(masks, values, planes, v, batch);                                                            \
   }                                                                                                                 \
   KERNEL void winograd_output_f##M(const __half* m, int channels, const __half* bias, const __half* residual,       \
                                    int act, __half* out, __half* v, float* means) {                                 \

@@ -115,24 +115,87 @@ impl Conv {
     }
 }
 
-/// `winograd_input` of `x` (`batch × 64` rows of `channels`) into a fresh poisoned buffer
-/// sized for `widest` channels.
+/// A convolution's input as lc0 sends planes: `channels` random masks (u64) and values a board,
+/// the values f16 (as the points round them anyway), and the same planes square-major
+/// (`[batch·64][channels]`, the value where the square's bit is set, else 0) for the reference.
+struct Planes {
+    masks: GpuBuffer,
+    values: GpuBuffer,
+    squares: Vec<f32>,
+}
+
+impl Planes {
+    fn random(device: &dyn GpuDevice, batch: usize, channels: usize, seed: u64) -> Self {
+        let n = batch * channels;
+        let values = random_f16(n, seed, 2.0);
+        // Masks from the bits of more random values: about half the squares set.
+        let masks: Vec<u64> = random_f16(n * 4, seed + 1, 1.0)
+            .chunks_exact(4)
+            .map(|w| {
+                w.iter().fold(0u64, |m, v| {
+                    (m << 16) ^ u64::from(v.to_bits() as u16) ^ (m >> 48)
+                })
+            })
+            .collect();
+        let mut squares = vec![0.0; batch * 64 * channels];
+        for board in 0..batch {
+            for c in 0..channels {
+                let (mask, value) = (masks[board * channels + c], values[board * channels + c]);
+                for s in (0..64).filter(|s| mask >> s & 1 == 1) {
+                    squares[(board * 64 + s) * channels + c] = value;
+                }
+            }
+        }
+        let mut gpu_masks = device.alloc(n * 8).unwrap();
+        gpu_masks
+            .copy_from_host(
+                device,
+                0,
+                &masks
+                    .iter()
+                    .flat_map(|m| m.to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            )
+            .unwrap();
+        let mut gpu_values = device.alloc(n * 4).unwrap();
+        gpu_values
+            .copy_from_host(
+                device,
+                0,
+                &values
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            )
+            .unwrap();
+        Self {
+            masks: gpu_masks,
+            values: gpu_values,
+            squares,
+        }
+    }
+}
+
+/// `winograd_planes` of `planes` (`channels` a board) into a fresh poisoned buffer sized for
+/// `widest` channels.
 fn input_points(
     device: &dyn GpuDevice,
     tile: WinogradTile,
-    x: &GpuBuffer,
+    planes: &Planes,
     channels: usize,
     widest: usize,
     batch: usize,
 ) -> GpuBuffer {
     let v = poisoned(device, tile.batch_points(batch) * widest);
-    // SAFETY: x holds `batch × 64 × channels` halves, v the points of `widest ≥ channels`.
+    // SAFETY: the planes hold `batch × channels` masks and values, v the points of
+    // `widest ≥ channels`.
     unsafe {
-        launchers::winograd_input(
+        launchers::winograd_planes(
             device,
             tile.kernels().0,
-            Launch::elements(batch * channels),
-            x.ptr(),
+            Launch::elements(tile.tiles_per_board() * batch * channels),
+            planes.masks.ptr(),
+            planes.values.ptr(),
             channels as i32,
             v.ptr(),
             batch as i32,
@@ -192,13 +255,13 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
         .enumerate()
         {
             let seed = 900 + 20 * case as u64;
-            let x = random_f16(batch * 64 * c, seed, 2.0);
+            let planes = Planes::random(device, batch, c, seed);
+            let x = &planes.squares;
             let residual = random_f16(batch * 64 * k, seed + 2, 2.0);
             let first = Conv::random(device, tile, (c, k), seed + 4);
             let second = Conv::random(device, tile, (k, k2), seed + 6);
-            let x_gpu = upload(device, &x);
             let stream = upload(device, &residual);
-            let v = input_points(device, tile, &x_gpu, c, c.max(k), batch);
+            let v = input_points(device, tile, &planes, c, c.max(k), batch);
             let m = poisoned(device, tile.batch_points(batch) * k.max(k2));
             first.products(device, tile, &v, &m, batch);
             let (s, vp) = (stream.ptr(), v.ptr());
@@ -213,7 +276,7 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
                 batch,
             );
             let got = download(device, &stream, batch * 64 * k);
-            let want: Vec<f64> = conv3x3_f64(&x, batch, c, &first.taps, &first.bias)
+            let want: Vec<f64> = conv3x3_f64(x, batch, c, &first.taps, &first.bias)
                 .iter()
                 .zip(&residual)
                 .map(|(&y, &r)| activate_f64(Activation::Mish, y + f64::from(r)))
@@ -398,7 +461,8 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
         .enumerate()
         {
             let seed = 1000 + 20 * case as u64;
-            let input = random_f16(batch * 64 * channels, seed, 2.0);
+            let planes = Planes::random(device, batch, channels, seed);
+            let input = &planes.squares;
             let x = random_f16(batch * 64 * channels, seed + 1, 2.0);
             let conv = Conv::random(device, tile, (channels, channels), seed + 2);
             let next = Conv::random(device, tile, (channels, 8), seed + 4);
@@ -419,12 +483,11 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
                 conv: &conv,
                 weights: &weights,
             };
-            let y = conv3x3_f64(&input, batch, channels, &conv.taps, &conv.bias);
+            let y = conv3x3_f64(input, batch, channels, &conv.taps, &conv.bias);
             let want = se_f64(&y, &x, batch, channels, (&w1, &b1), (&w2, &b2), act);
-            let input_gpu = upload(device, &input);
             for form in ["split", "board"] {
                 let x_gpu = upload(device, &x);
-                let mut v = input_points(device, tile, &input_gpu, channels, channels, batch);
+                let mut v = input_points(device, tile, &planes, channels, channels, batch);
                 let m = poisoned(device, tile.batch_points(batch) * channels);
                 conv.products(device, tile, &v, &m, batch);
                 v.fill(device, 0xFF).unwrap(); // the next points: NaN until written

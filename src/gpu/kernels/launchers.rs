@@ -283,11 +283,13 @@ launchers! { SHARED;
         b2: DevicePtr,
         act: i32,
     );
-    /// A 3×3 convolution's input as Winograd points (`[tiles][points][C]`, tile-major); the member is the
-    /// output tile, F(2×2, 3×3) or F(4×4, 3×3).
-    winograd_input [WinogradInput: F2 = winograd_input_f2, F4 = winograd_input_f4](
-        x: DevicePtr,
-        channels: i32,
+    /// The input convolution's input as Winograd points (`[tiles][points][planes]`, tile-major)
+    /// straight from the uploaded planes (`planes` masks, u64, and values, f32, a position); the
+    /// member is the output tile, F(2×2, 3×3) or F(4×4, 3×3).
+    winograd_planes [WinogradPlanes: F2 = winograd_planes_f2, F4 = winograd_planes_f4](
+        masks: DevicePtr,
+        values: DevicePtr,
+        planes: i32,
         v: DevicePtr,
         batch: i32,
     );

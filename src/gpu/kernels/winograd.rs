@@ -2,7 +2,7 @@
 //! tiles, its members of the transform kernels, and the weight transform `G·g·Gᵀ` done once on
 //! the host (it must match the kernels' `Bᵀ` and `Aᵀ`, whose points it shares).
 
-use super::launchers::{WinogradInput, WinogradOutput, WinogradSeApply, WinogradSeBoard};
+use super::launchers::{WinogradOutput, WinogradPlanes, WinogradSeApply, WinogradSeBoard};
 use crate::gpu::{BatchedProduct, DevicePtr, Launch};
 
 /// Channels per block of `winograd_output` and `winograd_se_apply` (`WINOGRAD_CHANNELS` in
@@ -115,10 +115,10 @@ impl WinogradTile {
     }
 
     /// The tile's members of the three transform kernels.
-    pub fn kernels(self) -> (WinogradInput, WinogradOutput, WinogradSeApply) {
+    pub fn kernels(self) -> (WinogradPlanes, WinogradOutput, WinogradSeApply) {
         match self {
-            Self::F2 => (WinogradInput::F2, WinogradOutput::F2, WinogradSeApply::F2),
-            Self::F4 => (WinogradInput::F4, WinogradOutput::F4, WinogradSeApply::F4),
+            Self::F2 => (WinogradPlanes::F2, WinogradOutput::F2, WinogradSeApply::F2),
+            Self::F4 => (WinogradPlanes::F4, WinogradOutput::F4, WinogradSeApply::F4),
         }
     }
 

@@ -41,8 +41,9 @@ impl TowerPass {
 
 /// A lane's activation buffers for a tower.
 pub struct TowerBuffers {
-    /// The input planes as `[batch·64][112]`.
-    planes: GpuBuffer,
+    /// The input planes as `[batch·64][112]`, for an input convolution that gathers (the
+    /// Winograd form transforms the uploaded planes themselves).
+    planes: Option<GpuBuffer>,
     /// A 3×3 convolution's input as the GEMM reads it: gathered neighbourhoods
     /// `[batch·64][9·max(112, C)]`, or Winograd points `[tiles][points][max(112, C)]`.
     columns: GpuBuffer,
@@ -136,7 +137,10 @@ impl NetworkPass for TowerPass {
             }
         };
         Ok(TowerBuffers {
-            planes: half(rows * INPUT_PLANES)?,
+            planes: match net.input {
+                Conv3x3Gpu::Gather(_) => Some(half(rows * INPUT_PLANES)?),
+                Conv3x3Gpu::Winograd(_) => None,
+            },
             columns,
             winograd,
             x: half(rows * c)?,
@@ -157,7 +161,6 @@ impl NetworkPass for TowerPass {
 
     fn each_buffer(b: &TowerBuffers) -> Vec<&GpuBuffer> {
         [
-            &b.planes,
             &b.columns,
             &b.x,
             &b.h,
@@ -168,6 +171,7 @@ impl NetworkPass for TowerPass {
             &b.mlh_out,
         ]
         .into_iter()
+        .chain(&b.planes)
         .chain(b.winograd.iter().flat_map(|w| [&w.products, &w.gates]))
         .chain(b.attention_policy.iter().flat_map(PolicyBuffers::all))
         .collect()
@@ -244,34 +248,52 @@ struct TowerForward<'a> {
 }
 
 impl TowerForward<'_> {
+    /// The input convolution of the gather form: the planes expanded square-major, then
+    /// gathered and multiplied.
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`.
+    unsafe fn gathered_input_conv(&self, conv: &DenseGpu, batch: usize) -> GpuResult<()> {
+        let planes = self.b.planes.as_ref().ok_or_else(|| GpuError::Call {
+            call: "tower input convolution",
+            detail: "the lane has no square-major planes for it".to_owned(),
+        })?;
+        let (masks, values) = self.io.inputs(batch);
+        // SAFETY: `planes` holds `batch × 64` rows of 112 planes, the inputs `io`'s for `batch`
+        // (the invariant).
+        unsafe {
+            launchers::expand_tokens(
+                self.ops.device,
+                Launch::elements(batch * SQUARES * INPUT_PLANES),
+                masks,
+                values,
+                None,
+                0,
+                0,
+                planes.ptr(),
+                batch as i32,
+            )?;
+            self.conv3x3(conv, planes.ptr(), self.b.x.ptr(), batch, Some(self.act))
+        }
+    }
+
     /// # Safety
     /// `TowerForward`'s invariant for `batch`.
     unsafe fn enqueue(&self, batch: usize) -> GpuResult<()> {
-        // SAFETY: `planes`, `x` and the other activations are the lane's buffers for `batch × 64`
-        // rows, the inputs `io`'s for `batch` (the invariant); each call below keeps it.
+        // SAFETY: `x` and the other activations are the lane's buffers for `batch × 64` rows, the
+        // inputs `io`'s for `batch` (the invariant); each call below keeps it.
         unsafe {
-            let (net, b, rows) = (self.net, self.b, batch * SQUARES);
-            let input_cost = pass_cost(rows * INPUT_PLANES, 0) + conv3x3_cost(&net.input, batch);
-            self.ops.op("input conv", None, input_cost, || {
-                let (masks, values) = self.io.inputs(batch);
-                launchers::expand_tokens(
-                    self.ops.device,
-                    Launch::elements(rows * INPUT_PLANES),
-                    masks,
-                    values,
-                    None,
-                    0,
-                    0,
-                    b.planes.ptr(),
-                    batch as i32,
-                )?;
-                match &net.input {
-                    Conv3x3Gpu::Gather(conv) => {
-                        self.conv3x3(conv, b.planes.ptr(), b.x.ptr(), batch, Some(self.act))
-                    }
+            let net = self.net;
+            let mut input_cost = conv3x3_cost(&net.input, batch);
+            if let Conv3x3Gpu::Gather(_) = net.input {
+                // The planes expanded square-major first.
+                input_cost = input_cost + pass_cost(batch * SQUARES * INPUT_PLANES, 0);
+            }
+            self.ops
+                .op("input conv", None, input_cost, || match &net.input {
+                    Conv3x3Gpu::Gather(conv) => self.gathered_input_conv(conv, batch),
                     Conv3x3Gpu::Winograd(conv) => self.winograd_input_conv(conv, batch),
-                }
-            })?;
+                })?;
             for (i, block) in net.blocks.iter().enumerate() {
                 self.block(i, block, batch)?;
             }

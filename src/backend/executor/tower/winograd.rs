@@ -1,7 +1,7 @@
 //! A tower's 3×3 convolutions as Winograd F(m×m, 3×3) (`hip/winograd.hip`). Each convolution
 //! is one GEMM per point (16 or 36, the device's batched product) between two transforms:
 //! the input transform is done by whatever wrote the convolution's input (the output transform
-//! of the convolution before, or `winograd_input` for the input planes), and the output
+//! of the convolution before, or `winograd_planes` from the uploaded input planes), and the output
 //! transform carries the layer's epilogue (bias, skip, activation) and the next convolution's
 //! input transform. A block is thus two GEMMs and two transform kernels, and with
 //! squeeze-excitation two more (the gates from the means the output transform left, several
@@ -149,14 +149,16 @@ impl TowerForward<'_> {
         batch: usize,
     ) -> GpuResult<()> {
         let [points, ..] = self.winograd_scratch()?;
-        // SAFETY: `planes` holds `batch × 64` rows of 112 planes, `columns` room for their
+        let (masks, values) = self.io.inputs(batch);
+        // SAFETY: the inputs hold `batch × 112` masks and values, `columns` room for their
         // points (the invariant).
         unsafe {
-            launchers::winograd_input(
+            launchers::winograd_planes(
                 self.ops.device,
                 conv.tile.kernels().0,
                 Launch::elements(conv.tile.tiles_per_board() * batch * INPUT_PLANES),
-                self.b.planes.ptr(),
+                masks,
+                values,
                 INPUT_PLANES as i32,
                 points,
                 batch as i32,
