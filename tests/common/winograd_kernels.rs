@@ -146,28 +146,13 @@ impl Planes {
                 }
             }
         }
-        let mut gpu_masks = device.alloc(n * 8).unwrap();
-        gpu_masks
-            .copy_from_host(
-                device,
-                0,
-                &masks
-                    .iter()
-                    .flat_map(|m| m.to_le_bytes())
-                    .collect::<Vec<u8>>(),
-            )
-            .unwrap();
-        let mut gpu_values = device.alloc(n * 4).unwrap();
-        gpu_values
-            .copy_from_host(
-                device,
-                0,
-                &values
-                    .iter()
-                    .flat_map(|v| v.to_le_bytes())
-                    .collect::<Vec<u8>>(),
-            )
-            .unwrap();
+        let masks_bytes: Vec<u8> = masks.iter().flat_map(|m| m.to_le_bytes()).collect();
+        let values_bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let [gpu_masks, gpu_values] = [masks_bytes, values_bytes].map(|bytes| {
+            let mut buffer = device.alloc(bytes.len()).unwrap();
+            buffer.copy_from_host(device, 0, &bytes).unwrap();
+            buffer
+        });
         Self {
             masks: gpu_masks,
             values: gpu_values,
