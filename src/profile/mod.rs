@@ -66,6 +66,14 @@ pub struct Peak {
     pub source: &'static str,
 }
 
+impl Peak {
+    /// The time `flops` and `bytes` take at this device's roof: the longer of the two at
+    /// their peaks (the roofline model's prediction).
+    pub fn roof_seconds(&self, flops: u64, bytes: u64) -> f64 {
+        (flops as f64 / (self.tflops * 1e12)).max(bytes as f64 / (self.gbytes_per_s * 1e9))
+    }
+}
+
 /// Dense fp16 tensor-core and memory peaks by GPU name (vendor data sheets; the H200's fp16
 /// rate as measured on it with cuBLASLt, docs/performance.md).
 pub fn peak_for(device: &str) -> Option<Peak> {
@@ -180,32 +188,47 @@ pub fn by_operation(passes: &[PassProfile]) -> (Vec<OpSummary>, f64) {
     (rows, passes.iter().map(|p| p.pass_ms).sum())
 }
 
-/// The table by operation kind, with achieved rates, the share of the device's peak and what
-/// bounds each kind ([`Bound`]; `-` without the device's peaks).
+/// The table by operation kind, with achieved rates, the share of the device's peak, the time a
+/// call would take at the roof (`roof us`, the roofline model's prediction beside the measured
+/// `us/call`) and what bounds each kind ([`Bound`]; `-` without the device's peaks).
 pub fn operation_table(passes: &[PassProfile], peak: Option<Peak>) -> String {
     let (rows, pass_ms) = by_operation(passes);
     let op_ms: f64 = rows.iter().map(|r| r.ms).sum();
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<22} {:>10} {:>6} {:>7} {:>9} {:>9} {:>9} {:>7} {:>7}  bound",
-        "operation", "total ms", "%", "calls", "us/call", "TFLOP/s", "GB/s", "%peakF", "%peakB",
+        "{:<22} {:>10} {:>6} {:>7} {:>9} {:>9} {:>9} {:>7} {:>7} {:>8}  bound",
+        "operation",
+        "total ms",
+        "%",
+        "calls",
+        "us/call",
+        "TFLOP/s",
+        "GB/s",
+        "%peakF",
+        "%peakB",
+        "roof us",
     );
     for r in &rows {
         let seconds = r.ms / 1e3;
         let tflops = r.flops as f64 / seconds / 1e12;
         let gbs = r.bytes as f64 / seconds / 1e9;
         let share = |value: f64, peak: f64| format!("{:.1}", 100.0 * value / peak);
-        let (pf, pb, bound) = peak.map_or(("-".to_owned(), "-".to_owned(), "-"), |p| {
+        let none = || "-".to_owned();
+        let (pf, pb, roof, bound) = peak.map_or((none(), none(), none(), "-"), |p| {
             (
                 share(tflops, p.tflops),
                 share(gbs, p.gbytes_per_s),
+                format!(
+                    "{:.2}",
+                    1e6 * p.roof_seconds(r.flops, r.bytes) / r.calls as f64
+                ),
                 Bound::of(r.flops, r.bytes, seconds, p).name(),
             )
         });
         let _ = writeln!(
             out,
-            "{:<22} {:>10.3} {:>6.1} {:>7} {:>9.2} {:>9.1} {:>9.0} {:>7} {:>7}  {}",
+            "{:<22} {:>10.3} {:>6.1} {:>7} {:>9.2} {:>9.1} {:>9.0} {:>7} {:>7} {:>8}  {}",
             r.op,
             r.ms,
             100.0 * r.ms / op_ms,
@@ -215,6 +238,7 @@ pub fn operation_table(passes: &[PassProfile], peak: Option<Peak>) -> String {
             gbs,
             pf,
             pb,
+            roof,
             bound
         );
     }
@@ -435,6 +459,14 @@ mod tests {
             qkv.contains("2.0") && qkv.contains("0.3") && qkv.ends_with("latency"),
             "{table}"
         );
+        // At the roof: 3 GFLOP at 785 TFLOP/s (3.82 µs, longer than 2 MB at 4.8 TB/s) over 2
+        // calls; attention's 1 MB at 4.8 TB/s.
+        let column = |row: &str| {
+            let line = table.lines().find(|l| l.starts_with(row)).expect("a row");
+            line.split_whitespace().rev().nth(1).map(str::to_owned)
+        };
+        assert_eq!(column("qkv").as_deref(), Some("1.91"), "{table}");
+        assert_eq!(column("attention").as_deref(), Some("0.21"), "{table}");
         assert!(
             table.contains("83.3 % of the instrumented")
                 && table.contains("87.5 % of uninstrumented"),
