@@ -177,11 +177,10 @@ static __device__ void winograd_planes(const u64* __restrict__ masks, const floa
   constexpr int TILES = 64 / (M * M);
   const long tiles = (long)TILES * batch, total = tiles * planes;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total; i += (long)gridDim.x * blockDim.x) {
-    const int c = (int)(i % planes);
-    const long tile = i / planes, board = tile / TILES;
+    const int c = (int)(i % planes), tile = (int)(i / planes % TILES);
+    const long board = i / planes / TILES;
     const PlaneSquares square{masks[board * planes + c], values[board * planes + c]};
-    winograd_tile_points<M>(square, (int)(tile % TILES), v + winograd_point0<M>(planes, board, (int)(tile % TILES), c),
-                            planes);
+    winograd_tile_points<M>(square, tile, v + winograd_point0<M>(planes, board, tile, c), planes);
   }
 }
 

@@ -65,7 +65,7 @@ pub fn check_backend_against_cpu_on<N: Clone + Into<Model>>(
 }
 
 /// `backend`'s picked logits (each position's legal moves, as a search asks, gathered on the
-/// device; and every logit, more picks than that gather takes) against the cpu oracle's full
+/// device; every logit, more picks than that gather takes; and none) against the cpu oracle's full
 /// outputs, with each of `option_sets`, on 40 random positions in batches of `batches`: as many
 /// logits as legal moves, their probabilities, Q and D within the selftest limits.
 pub fn check_picked_against_cpu<N: Clone + Into<Model>>(
@@ -99,6 +99,10 @@ pub fn check_picked_against_cpu<N: Clone + Into<Model>>(
                     .iter()
                     .for_each(|_| every.push((0..POLICY_SIZE).rev()));
                 let all = gpu.evaluate_picked(&planes, &every).unwrap();
+                // No logits at all (lc0's backendbench asks for none): Q and D alone.
+                let mut nothing = PolicyPicks::default();
+                chunk.iter().for_each(|_| nothing.push([]));
+                let bare = gpu.evaluate_picked(&planes, &nothing).unwrap();
                 for (k, i) in (start..start + chunk.len()).enumerate() {
                     let label = format!("{options:?} batch {batch} position {i}");
                     let mut p_all = softmax(all.logits_of(k), 1.0);
@@ -110,6 +114,13 @@ pub fn check_picked_against_cpu<N: Clone + Into<Model>>(
                             "{label}, every logit: {x} against {y}"
                         );
                     }
+                    assert!(bare.logits_of(k).is_empty(), "{label}, no picks");
+                    let q_error = f64::from((bare.q[k] - want.q[i]).abs());
+                    let d_error = f64::from((bare.d[k] - want.d[i]).abs());
+                    assert!(
+                        q_error <= MAX_Q_ERROR && d_error <= MAX_D_ERROR,
+                        "{label}, no picks"
+                    );
                     assert_eq!(got.logits_of(k).len(), legal[i].len(), "{label}");
                     let p_got = softmax(got.logits_of(k), 1.0);
                     let p_want = legal_move_probabilities(want.policy_of(i), &legal[i], 1.0);

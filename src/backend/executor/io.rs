@@ -121,6 +121,10 @@ pub fn upload_picks(
     if picks.total() > picks.len() * PICKS_PER_POSITION {
         return Ok(false);
     }
+    if picks.total() == 0 {
+        // `gather_picked` reads neither ends nor indices without picks.
+        return Ok(true);
+    }
     let ends = bytemuck::cast_slice::<u32, u8>(picks.ends());
     let indices = bytemuck::cast_slice::<u16, u8>(picks.indices());
     buffers

@@ -133,10 +133,14 @@ impl<'p> GatheredReader<'p> {
             "outputs read in part"
         );
         let logits = self.values.split_off(3 * self.picks.len());
-        let column = |skip| self.values.iter().skip(skip).step_by(3).copied().collect();
-        let out = PickedOutput::new(column(0), column(1), column(2), logits, self.picks);
-        (out, self.finite)
+        let [q, d, m] = finished_columns(&self.values);
+        (PickedOutput::new(q, d, m, logits, self.picks), self.finite)
     }
+}
+
+/// The Q, D and M columns of `[n][3]` values.
+fn finished_columns(finished: &[f32]) -> [Vec<f32>; 3] {
+    std::array::from_fn(|skip| finished.iter().skip(skip).step_by(3).copied().collect())
 }
 
 /// Takes apart the bytes of the outputs of a pass over `size` positions for a batch of the
@@ -188,15 +192,8 @@ impl<S: PolicySink> OutputReader<S> {
     /// The batch's outputs, and whether they are all finite.
     pub fn finish(self) -> (S::Output, bool) {
         debug_assert_eq!(self.taken, self.bytes(), "outputs read in part");
-        let column = |skip| {
-            self.finished
-                .iter()
-                .skip(skip)
-                .step_by(3)
-                .copied()
-                .collect()
-        };
-        let (out, finite) = self.policy.finish(column(0), column(1), column(2));
+        let [q, d, m] = finished_columns(&self.finished);
+        let (out, finite) = self.policy.finish(q, d, m);
         (out, self.finite && finite)
     }
 }

@@ -306,7 +306,7 @@ launchers! { SHARED;
         out: DevicePtr,
         v: Option<DevicePtr>,
         means: Option<DevicePtr>,
-);
+    );
     /// Squeeze-excitation's gates (`[batch][2C]` f32, in place) from the channel means that
     /// `winograd_output` left in them, `per_block` positions a block.
     se_gates_of_means(
@@ -330,7 +330,7 @@ launchers! { SHARED;
         x: DevicePtr,
         act: i32,
         v: Option<DevicePtr>,
-);
+    );
     /// The end of a narrow tower's block with squeeze-excitation, one block per board: the
     /// second convolution's output transform, the gates, their application with the skip to
     /// `x`, and the next convolution's points where given.
@@ -346,7 +346,7 @@ launchers! { SHARED;
         act: i32,
         x: DevicePtr,
         v: Option<DevicePtr>,
-);
+    );
     /// A convolutional policy head's outputs to the 1858 logits through `map`.
     policy_gather(
         input: DevicePtr,
