@@ -55,11 +55,20 @@ struct Winograd<4> {
   }
 };
 
+// A value of the residual stream, kept in f32 from block to block (in fp16 the T78 shape's
+// logits moved 8e-3 relative, against 1e-4 for rounding a block's inner outputs), or of a
+// convolution's fp16 output.
+static __device__ __forceinline__ float as_float(__half v) { return __half2float(v); }
+static __device__ __forceinline__ float as_float(float v) { return v; }
+static __device__ __forceinline__ void store_as(__half* p, float v) { *p = __float2half(v); }
+static __device__ __forceinline__ void store_as(float* p, float v) { *p = v; }
+
 // One channel of one board's squares, square-major: square s at squares[s · stride].
-struct HalfSquares {
-  const __half* squares;
+template <typename T>
+struct BoardSquares {
+  const T* squares;
   int stride;
-  __device__ __forceinline__ float operator()(int s) const { return __half2float(squares[s * stride]); }
+  __device__ __forceinline__ float operator()(int s) const { return as_float(squares[s * stride]); }
 };
 
 // One input plane of one board as lc0 sends it: `value` on the squares whose bit of `mask` is
@@ -108,12 +117,12 @@ static __device__ __forceinline__ long winograd_point0(int channels, long board,
   return ((board * TILES + tile) * POINTS) * channels + c;
 }
 
-// The points of tile `tile` of channel c of `board` from the square-major `x` ([batch·64][C]),
-// into `v`.
-template <int M>
-static __device__ __forceinline__ void winograd_board_points(const __half* x, int channels, long board, int tile,
-                                                             int c, __half* __restrict__ v) {
-  winograd_tile_points<M>(HalfSquares{x + board * 64 * channels + c, channels}, tile,
+// The points of tile `tile` of channel c of `board` from the square-major `x` ([batch·64][C],
+// fp16 or the f32 stream), into `v`.
+template <int M, typename T>
+static __device__ __forceinline__ void winograd_board_points(const T* x, int channels, long board, int tile, int c,
+                                                             __half* __restrict__ v) {
+  winograd_tile_points<M>(BoardSquares<T>{x + board * 64 * channels + c, channels}, tile,
                           v + winograd_point0<M>(channels, board, tile, c), channels);
 }
 
@@ -160,12 +169,26 @@ static __device__ __forceinline__ long winograd_at(int channels, long board, int
 // the caller's first store: `x` may be the very tensor the caller then writes (a skip updated in
 // place), so a load after such a store could not be moved above it, and each square would wait
 // for the one before it to come back from memory.
-template <int M>
-static __device__ __forceinline__ void winograd_tile_add(const __half* x, int channels, long board, int tile, int c,
+template <int M, typename T>
+static __device__ __forceinline__ void winograd_tile_add(const T* x, int channels, long board, int tile, int c,
                                                          float values[M * M]) {
-  const __half* squares = x + board * 64 * channels + c;
+  const T* squares = x + board * 64 * channels + c;
 #pragma unroll
-  for (int j = 0; j < M * M; ++j) values[j] += __half2float(squares[winograd_square<M>(tile, j) * channels]);
+  for (int j = 0; j < M * M; ++j) values[j] += as_float(squares[winograd_square<M>(tile, j) * channels]);
+}
+
+// The residual stream's new squares of tile `tile` of channel c of `board`: act(values[j]) into
+// the f32 stream `x`, and into `x_half` (fp16, what the heads read) where given.
+template <int M>
+static __device__ __forceinline__ void winograd_stream_store(float* x, __half* x_half, int channels, long board,
+                                                             int tile, int c, const float values[M * M], int act) {
+#pragma unroll
+  for (int j = 0; j < M * M; ++j) {
+    const long at = winograd_at<M>(channels, board, tile, j, c);
+    const float y = activate(values[j], act);
+    x[at] = y;
+    if (x_half) x_half[at] = __float2half(y);
+  }
 }
 
 // The input transform of the input convolution straight from the planes as lc0 sends them
@@ -206,14 +229,16 @@ static __device__ __forceinline__ WinogradBlock winograd_block(int channels) {
 // y = act(out + bias (+ residual)) written to `out` ([batch·64][K]) and, where `v` is given,
 // transformed into v (the next convolution's input points) from `out`; where `means` is given,
 // each channel's mean of y over the board into means[board·2K + c] (the first half of the
-// board's squeeze-excitation gates, for `se_gates_of_means`). `residual` may be `out` itself
-// (a block's skip, updated in place: each thread reads its squares before it writes them).
-// Block board·groups + group (`winograd_block`) holds every tile of channels 32·group … + 31,
-// channel-minor.
-template <int M>
+// board's squeeze-excitation gates, for `se_gates_of_means`). `out` is fp16 (a block's first
+// convolution, or the second before squeeze-excitation) or the f32 residual stream, which is
+// then also rounded into `x_half` where given (the last writer of the stream, for the heads).
+// `residual` may be `out` itself (a block's skip, updated in place: each thread reads its
+// squares before it writes them). Block board·groups + group (`winograd_block`) holds every
+// tile of channels 32·group … + 31, channel-minor.
+template <int M, typename O>
 static __device__ void winograd_output(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
-                                       const __half* residual, int act, __half* out, __half* __restrict__ v,
-                                       float* __restrict__ means) {
+                                       const O* residual, int act, O* out, __half* __restrict__ x_half,
+                                       __half* __restrict__ v, float* __restrict__ means) {
   constexpr int TILES = 64 / (M * M);
   __shared__ float tile_sums[TILES][WINOGRAD_CHANNELS];
   const WinogradBlock block = winograd_block(channels);
@@ -231,8 +256,10 @@ static __device__ void winograd_output(const __half* __restrict__ m, int channel
     if (residual) winograd_tile_add<M>(residual, channels, board, tile, c, values);
 #pragma unroll
     for (int j = 0; j < M * M; ++j) {
+      const long at = winograd_at<M>(channels, board, tile, j, c);
       const float y = activate(values[j], act);
-      out[winograd_at<M>(channels, board, tile, j, c)] = __float2half(y);
+      store_as(out + at, y);
+      if (x_half) x_half[at] = __float2half(y);
       sum += y;
     }
   }
@@ -252,11 +279,12 @@ static __device__ void winograd_output(const __half* __restrict__ m, int channel
 }
 
 // Squeeze-excitation after a block's second convolution, `winograd_output`'s block layout:
-// x = act(sigmoid(γ)·y + β + x) with the gates [γ; β] of `se_gates_of_means` (`gates`,
-// [batch][2C]), then x transformed into `v` (the next block's first convolution) where given.
+// x = act(sigmoid(γ)·y + β + x) on the f32 stream with the gates [γ; β] of `se_gates_of_means`
+// (`gates`, [batch][2C]), rounded into `x_half` where given, then x transformed into `v` (the
+// next block's first convolution) where given.
 template <int M>
 static __device__ void winograd_se_apply(const __half* __restrict__ y, const float* __restrict__ gates, int channels,
-                                         __half* x, int act, __half* __restrict__ v) {
+                                         float* x, int act, __half* __restrict__ x_half, __half* __restrict__ v) {
   constexpr int TILES = 64 / (M * M);
   const WinogradBlock block = winograd_block(channels);
   const long board = block.board;
@@ -271,10 +299,7 @@ static __device__ void winograd_se_apply(const __half* __restrict__ y, const flo
       values[j] = scale * __half2float(y[winograd_at<M>(channels, board, tile, j, c)]) + shift;
     }
     winograd_tile_add<M>(x, channels, board, tile, c, values);
-#pragma unroll
-    for (int j = 0; j < M * M; ++j) {
-      x[winograd_at<M>(channels, board, tile, j, c)] = __float2half(activate(values[j], act));
-    }
+    winograd_stream_store<M>(x, x_half, channels, board, tile, c, values, act);
   }
   if (!v) return;
   __syncthreads();
@@ -306,14 +331,15 @@ KERNEL void __launch_bounds__(SE_THREADS) se_gates_of_means(float* gates, int ch
 // 32, thread (tile, c) = (threadIdx / width, threadIdx % width)): the output transform of the
 // second convolution's products with its bias (kept in registers, in f32), each channel's mean
 // over the board, the gates (`se_gates`), x = act(sigmoid(γ)·y + β + x), and where `v` is given
-// the next convolution's points from the new x staged in shared memory. One kernel instead of
-// `winograd_output`, `se_gates_of_means` and `winograd_se_apply`, y never in global memory.
-// Dynamic shared memory: (tiles·width + 3C + se) floats, then 64·C halves.
+// the next convolution's points from the new x staged in shared memory; x is the f32 stream,
+// rounded into `x_half` where given. One kernel instead of `winograd_output`,
+// `se_gates_of_means` and `winograd_se_apply`, y never in global memory. Dynamic shared
+// memory: (tiles·width + 3C + se + 64·C) floats.
 template <int M>
 static __device__ void winograd_se_board(const __half* __restrict__ m, int channels, const __half* __restrict__ bias,
                                          const __half* __restrict__ w1, const __half* __restrict__ b1, int se,
                                          const __half* __restrict__ w2, const __half* __restrict__ b2, int act,
-                                         __half* x, __half* __restrict__ v) {
+                                         float* x, __half* __restrict__ x_half, __half* __restrict__ v) {
   constexpr int TILES = 64 / (M * M);
   DYNAMIC_SHARED(float, shared);
   const int width = blockDim.x / TILES;
@@ -321,7 +347,7 @@ static __device__ void winograd_se_board(const __half* __restrict__ m, int chann
   float* pooled = tile_sums + TILES * width;  // [C]
   float* hidden = pooled + channels;          // [se]
   float* gates = hidden + se;                 // [2C]
-  __half* staged = (__half*)(gates + 2 * channels);  // [64][C], the board's new x
+  float* staged = gates + 2 * channels;  // [64][C], the board's new x
   const long board = blockIdx.x;
   const int tile = threadIdx.x / width, c = threadIdx.x % width;
   const bool mine = c < channels;
@@ -352,15 +378,16 @@ static __device__ void winograd_se_board(const __half* __restrict__ m, int chann
 #pragma unroll
     for (int j = 0; j < M * M; ++j) {
       const int s = winograd_square<M>(tile, j);
-      const __half z = __float2half(activate(values[j], act));
+      const float z = activate(values[j], act);
       x[(board * 64 + s) * channels + c] = z;
+      if (x_half) x_half[(board * 64 + s) * channels + c] = __float2half(z);
       staged[s * channels + c] = z;
     }
   }
   if (!v) return;
   __syncthreads();
   if (mine) {
-    winograd_tile_points<M>(HalfSquares{staged + c, channels}, tile, v + winograd_point0<M>(channels, board, tile, c),
+    winograd_tile_points<M>(BoardSquares<float>{staged + c, channels}, tile, v + winograd_point0<M>(channels, board, tile, c),
                             channels);
   }
 }
@@ -371,22 +398,27 @@ static __device__ void winograd_se_board(const __half* __restrict__ m, int chann
     PRIOR_KERNELS_DONE();                                                                                           \
     winograd_planes<M>(masks, values, planes, v, batch);                                                            \
   }                                                                                                                 \
-  KERNEL void winograd_output_f##M(const __half* m, int channels, const __half* bias, const __half* residual,       \
-                                   int act, __half* out, __half* v, float* means) {                                 \
+  KERNEL void winograd_output_f##M(const __half* m, int channels, const __half* bias, int act, __half* out,        \
+                                   __half* v, float* means) {                                                       \
     PRIOR_KERNELS_DONE();                                                                                           \
-    winograd_output<M>(m, channels, bias, residual, act, out, v, means);                                            \
+    winograd_output<M, __half>(m, channels, bias, nullptr, act, out, nullptr, v, means);                            \
   }                                                                                                                 \
-  KERNEL void winograd_se_apply_f##M(const __half* y, const float* gates, int channels, __half* x, int act,       \
-                                     __half* v) {                                                                   \
+  KERNEL void winograd_stream_output_f##M(const __half* m, int channels, const __half* bias, const float* residual,\
+                                          int act, float* x, __half* x_half, __half* v) {                           \
     PRIOR_KERNELS_DONE();                                                                                           \
-    winograd_se_apply<M>(y, gates, channels, x, act, v);                                                            \
+    winograd_output<M, float>(m, channels, bias, residual, act, x, x_half, v, nullptr);                             \
+  }                                                                                                                 \
+  KERNEL void winograd_se_apply_f##M(const __half* y, const float* gates, int channels, float* x, int act,        \
+                                     __half* x_half, __half* v) {                                                   \
+    PRIOR_KERNELS_DONE();                                                                                           \
+    winograd_se_apply<M>(y, gates, channels, x, act, x_half, v);                                                    \
   }                                                                                                                 \
   KERNEL void __launch_bounds__(SE_THREADS) winograd_se_board_f##M(const __half* m, int channels,                   \
                                                                    const __half* bias, const __half* w1,          \
                                      const __half* b1, int se, const __half* w2, const __half* b2, int act,        \
-                                     __half* x, __half* v) {                                                        \
+                                     float* x, __half* x_half, __half* v) {                                         \
     PRIOR_KERNELS_DONE();                                                                                           \
-    winograd_se_board<M>(m, channels, bias, w1, b1, se, w2, b2, act, x, v);                                         \
+    winograd_se_board<M>(m, channels, bias, w1, b1, se, w2, b2, act, x, x_half, v);                                 \
   }
 WINOGRAD_ENTRIES(2)
 WINOGRAD_ENTRIES(4)

@@ -17,6 +17,34 @@ use super::kernels::{download, poisoned, random_f16, upload};
 
 const TILES: [WinogradTile; 2] = [WinogradTile::F2, WinogradTile::F4];
 
+/// `values` on the device as f32 (the residual stream's type).
+fn upload_f32(device: &dyn GpuDevice, values: &[f32]) -> GpuBuffer {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let mut b = device.alloc(bytes.len()).unwrap();
+    b.copy_from_host(device, 0, &bytes).unwrap();
+    b
+}
+
+fn download_f32(device: &dyn GpuDevice, buffer: &GpuBuffer, n: usize) -> Vec<f32> {
+    let mut bytes = vec![0u8; n * 4];
+    buffer.copy_to_host(device, 0, &mut bytes).unwrap();
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// That `x_half` (downloaded fp16) is the f32 stream `x` rounded to the nearest fp16.
+fn assert_rounded(x_half: &[f32], x: &[f32], label: &str) {
+    for (i, (&h, &f)) in x_half.iter().zip(x).enumerate() {
+        let want = half::f16::from_f32(f).to_f32();
+        assert!(
+            h == want,
+            "{label}: x_half[{i}] = {h}, the stream {f} rounds to {want}"
+        );
+    }
+}
+
 /// The largest error a check allows, relative to the result's root mean square: the direct
 /// convolution in fp16 stays near 1e-3 (the output's rounding), F(2×2) within a few times
 /// that, F(4×4), whose transforms round at values up to tens of times larger, within ten.
@@ -190,22 +218,19 @@ fn input_points(
     v
 }
 
-/// `winograd_output` of `m` (`conv`'s products) with `act`, the skip from `residual` (updated in
-/// place) or none, into `out`, the next convolution's points `v` and the channel means `means`
-/// where given.
-#[allow(clippy::too_many_arguments)]
+/// `winograd_output` of `m` (`conv`'s products) with `act` into the fp16 `out`, the next
+/// convolution's points `v` and the channel means `means` where given.
 fn output(
     device: &dyn GpuDevice,
     tile: WinogradTile,
     (m, conv): (&GpuBuffer, &Conv),
     act: Activation,
-    residual: Option<DevicePtr>,
     out: DevicePtr,
     (v, means): (Option<DevicePtr>, Option<DevicePtr>),
     batch: usize,
 ) {
-    // SAFETY: m holds the products of `batch` boards of K channels; the residual, out and v
-    // buffers are the callers', sized for them.
+    // SAFETY: m holds the products of `batch` boards of K channels; the out and v buffers are
+    // the callers', sized for them.
     unsafe {
         launchers::winograd_output(
             device,
@@ -214,7 +239,6 @@ fn output(
             m.ptr(),
             conv.outputs() as i32,
             conv.bias_gpu.ptr(),
-            residual,
             activation_code(act),
             out,
             v,
@@ -224,10 +248,40 @@ fn output(
     .unwrap();
 }
 
-/// The input transform, the products and the output transform with a skip and Mish against
-/// `act(conv(x) + bias + residual)`; then the output transform's points for the next
-/// convolution, through a second convolution, against the direct convolution of the first
-/// one's (fp16) output.
+/// `winograd_stream_output` of `m` (`conv`'s products) with `act` and the skip from the f32
+/// stream `x` (updated in place), rounded into `x_half` and transformed into `v`.
+fn stream_output(
+    device: &dyn GpuDevice,
+    tile: WinogradTile,
+    (m, conv): (&GpuBuffer, &Conv),
+    act: Activation,
+    (x, x_half, v): (&GpuBuffer, &GpuBuffer, &GpuBuffer),
+    batch: usize,
+) {
+    // SAFETY: m holds the products of `batch` boards of K channels, x `batch × 64 × K` f32,
+    // x_half as many halves, v room for the next points.
+    unsafe {
+        launchers::winograd_stream_output(
+            device,
+            tile.stream_output_kernel(),
+            tile.output_launch(batch, conv.outputs()),
+            m.ptr(),
+            conv.outputs() as i32,
+            conv.bias_gpu.ptr(),
+            Some(x.ptr()),
+            activation_code(act),
+            x.ptr(),
+            Some(x_half.ptr()),
+            Some(v.ptr()),
+        )
+    }
+    .unwrap();
+}
+
+/// The input transform, the products and the output transform into the f32 stream with a skip
+/// and Mish against `act(conv(x) + bias + residual)`, its fp16 copy the stream rounded; then the
+/// output transform's points for the next convolution, through a second convolution, against
+/// the direct convolution of the stream it wrote.
 pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
     // Channel counts below and above a warp, the 112 input planes, and odd widths.
     for tile in TILES {
@@ -245,22 +299,20 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
             let residual = random_f16(batch * 64 * k, seed + 2, 2.0);
             let first = Conv::random(device, tile, (c, k), seed + 4);
             let second = Conv::random(device, tile, (k, k2), seed + 6);
-            let stream = upload(device, &residual);
+            let stream = upload_f32(device, &residual);
+            let stream_half = poisoned(device, batch * 64 * k);
             let v = input_points(device, tile, &planes, c, c.max(k), batch);
             let m = poisoned(device, tile.batch_points(batch) * k.max(k2));
             first.products(device, tile, &v, &m, batch);
-            let (s, vp) = (stream.ptr(), v.ptr());
-            output(
-                device,
-                tile,
-                (&m, &first),
-                Activation::Mish,
-                Some(s),
-                s,
-                (Some(vp), None),
-                batch,
+            let buffers = (&stream, &stream_half, &v);
+            stream_output(device, tile, (&m, &first), Activation::Mish, buffers, batch);
+            let got = download_f32(device, &stream, batch * 64 * k);
+            let label = format!("{tile:?} case {case}");
+            assert_rounded(
+                &download(device, &stream_half, batch * 64 * k),
+                &got,
+                &label,
             );
-            let got = download(device, &stream, batch * 64 * k);
             let want: Vec<f64> = conv3x3_f64(x, batch, c, &first.taps, &first.bias)
                 .iter()
                 .zip(&residual)
@@ -272,7 +324,6 @@ pub fn check_winograd_convolutions(device: &dyn GpuDevice) {
                 "{tile:?} case {case}: max error {error:.2e}"
             );
 
-            let label = format!("{tile:?} case {case}");
             let error2 =
                 check_next_convolution(device, tile, (&v, &m), &second, &got, batch, &label);
             eprintln!(
@@ -303,7 +354,6 @@ fn check_next_convolution(
         tile,
         (m, conv),
         plain,
-        None,
         out.ptr(),
         (None, None),
         batch,
@@ -332,25 +382,16 @@ struct SeCase<'a> {
 
 /// `winograd_output` into `y` with the channel means, `se_gates_of_means` (blocks of 64 threads,
 /// so that channels beyond the block's threads loop, of `SE_POSITIONS` positions) and
-/// `winograd_se_apply`: the skip `x`
-/// updated, the next points into `v`.
-fn se_split(device: &dyn GpuDevice, c: &SeCase, m: &GpuBuffer, x: &GpuBuffer, v: &GpuBuffer) {
+/// `winograd_se_apply`: the skip, the f32 stream `x`, updated and rounded into `x_half`, the
+/// next points into `v`.
+fn se_split(device: &dyn GpuDevice, c: &SeCase, m: &GpuBuffer, (x, x_half, v): SeOutputs) {
     let (batch, channels) = (c.batch, c.channels);
     let y = poisoned(device, batch * 64 * channels);
     let mut gates = device.alloc(batch * 2 * channels * 4).unwrap();
     gates.fill(device, 0xFF).unwrap(); // f32 NaN
     let plain = Activation::Identity;
     let means = (None, Some(gates.ptr()));
-    output(
-        device,
-        c.tile,
-        (m, c.conv),
-        plain,
-        None,
-        y.ptr(),
-        means,
-        batch,
-    );
+    output(device, c.tile, (m, c.conv), plain, y.ptr(), means, batch);
     // SE_POSITIONS positions a block (the launch of a large batch), so that 11 positions take
     // two blocks, the second short.
     let per_block = SE_POSITIONS;
@@ -360,8 +401,9 @@ fn se_split(device: &dyn GpuDevice, c: &SeCase, m: &GpuBuffer, x: &GpuBuffer, v:
         shared_bytes: (per_block * (channels + c.se) * 4) as u32,
     };
     let w = c.weights;
-    // SAFETY: y and x hold `batch × 64 × channels` halves, gates `batch × 2·channels` f32 (the
-    // means in their first halves), the SE weights their shapes, v the next points.
+    // SAFETY: y and x_half hold `batch × 64 × channels` halves, x as many f32, gates `batch ×
+    // 2·channels` f32 (the means in their first halves), the SE weights their shapes, v the
+    // next points.
     unsafe {
         launchers::se_gates_of_means(
             device,
@@ -387,25 +429,29 @@ fn se_split(device: &dyn GpuDevice, c: &SeCase, m: &GpuBuffer, x: &GpuBuffer, v:
             channels as i32,
             x.ptr(),
             activation_code(c.act),
+            Some(x_half.ptr()),
             Some(v.ptr()),
         )
         .unwrap();
     }
 }
 
-/// `winograd_se_board` (one block a board) with the products `m`: the skip `x` updated, the
-/// next points into `v`. `None` where the board does not fit a block.
+/// What a block's end writes: the f32 stream, its fp16 copy and the next points.
+type SeOutputs<'a> = (&'a GpuBuffer, &'a GpuBuffer, &'a GpuBuffer);
+
+/// `winograd_se_board` (one block a board) with the products `m`: the f32 stream `x` updated
+/// and rounded into `x_half`, the next points into `v`. `None` where the board does not fit a
+/// block.
 fn se_board(
     device: &dyn GpuDevice,
     c: &SeCase,
     m: &GpuBuffer,
-    x: &GpuBuffer,
-    v: &GpuBuffer,
+    (x, x_half, v): SeOutputs,
 ) -> Option<()> {
     let launch = c.tile.se_board_launch(c.batch, c.channels, c.se)?;
     let w = c.weights;
-    // SAFETY: m holds the products of `batch` boards, x `batch × 64 × channels` halves, the SE
-    // weights their shapes, v room for the next points.
+    // SAFETY: m holds the products of `batch` boards, x `batch × 64 × channels` f32 and x_half
+    // as many halves, the SE weights their shapes, v room for the next points.
     unsafe {
         launchers::winograd_se_board(
             device,
@@ -421,6 +467,7 @@ fn se_board(
             w[3].ptr(),
             activation_code(c.act),
             x.ptr(),
+            Some(x_half.ptr()),
             Some(v.ptr()),
         )
         .unwrap();
@@ -471,24 +518,31 @@ pub fn check_winograd_se(device: &dyn GpuDevice) {
             let y = conv3x3_f64(input, batch, channels, &conv.taps, &conv.bias);
             let want = se_f64(&y, &x, batch, channels, (&w1, &b1), (&w2, &b2), act);
             for form in ["split", "board"] {
-                let x_gpu = upload(device, &x);
+                let x_gpu = upload_f32(device, &x);
+                let x_half = poisoned(device, batch * 64 * channels);
                 let mut v = input_points(device, tile, &planes, channels, channels, batch);
                 let m = poisoned(device, tile.batch_points(batch) * channels);
                 conv.products(device, tile, &v, &m, batch);
                 v.fill(device, 0xFF).unwrap(); // the next points: NaN until written
+                let outputs = (&x_gpu, &x_half, &v);
                 if form == "split" {
-                    se_split(device, &c, &m, &x_gpu, &v);
-                } else if se_board(device, &c, &m, &x_gpu, &v).is_none() {
+                    se_split(device, &c, &m, outputs);
+                } else if se_board(device, &c, &m, outputs).is_none() {
                     assert!(channels > 64, "{tile:?} case {case}: no board launch");
                     continue;
                 }
-                let got = download(device, &x_gpu, batch * 64 * channels);
+                let got = download_f32(device, &x_gpu, batch * 64 * channels);
+                let label = format!("{tile:?} {form} case {case}");
+                assert_rounded(
+                    &download(device, &x_half, batch * 64 * channels),
+                    &got,
+                    &label,
+                );
                 let error = max_error(&got, &want);
                 assert!(
                     error < tolerance(tile),
                     "{tile:?} {form} case {case}: max error {error:.2e}"
                 );
-                let label = format!("{tile:?} {form} case {case}");
                 let error2 =
                     check_next_convolution(device, tile, (&v, &m), &next, &got, batch, &label);
                 eprintln!(

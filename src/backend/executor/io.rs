@@ -12,6 +12,7 @@ use crate::chess::InputPlanes;
 use crate::gpu::{DevicePtr, GpuBuffer, GpuDevice, GpuResult};
 
 pub const HALF: usize = size_of::<f16>();
+pub const FLOAT: usize = size_of::<f32>();
 /// Bytes of one input plane on the device: its u64 mask and its f32 value.
 const INPUT_PLANE_BYTES: usize = size_of::<u64>() + size_of::<f32>();
 

@@ -293,19 +293,31 @@ launchers! { SHARED;
         v: DevicePtr,
         batch: i32,
     );
-    /// A 3×3 convolution's Winograd products to its output: bias, the residual where given,
-    /// the activation, written to `out` and transformed from it for the next convolution where
-    /// given; each board's channel means into the first half of its squeeze-excitation gates
-    /// (`[batch][2C]` f32) where given.
+    /// A 3×3 convolution's Winograd products to its fp16 output: bias and activation, written
+    /// to `out` and transformed from it for the next convolution where given; each board's
+    /// channel means into the first half of its squeeze-excitation gates (`[batch][2C]` f32)
+    /// where given.
     winograd_output [WinogradOutput: F2 = winograd_output_f2, F4 = winograd_output_f4](
+        m: DevicePtr,
+        channels: i32,
+        bias: DevicePtr,
+        act: i32,
+        out: DevicePtr,
+        v: Option<DevicePtr>,
+        means: Option<DevicePtr>,
+    );
+    /// A 3×3 convolution's Winograd products into the f32 residual stream `x`: bias, the
+    /// residual where given (`x` itself, updated in place), the activation; rounded into
+    /// `x_half` (fp16) where given, and transformed for the next convolution where given.
+    winograd_stream_output [WinogradStreamOutput: F2 = winograd_stream_output_f2, F4 = winograd_stream_output_f4](
         m: DevicePtr,
         channels: i32,
         bias: DevicePtr,
         residual: Option<DevicePtr>,
         act: i32,
-        out: DevicePtr,
+        x: DevicePtr,
+        x_half: Option<DevicePtr>,
         v: Option<DevicePtr>,
-        means: Option<DevicePtr>,
     );
     /// Squeeze-excitation's gates (`[batch][2C]` f32, in place) from the channel means that
     /// `winograd_output` left in them, `per_block` positions a block.
@@ -321,19 +333,21 @@ launchers! { SHARED;
         per_block: i32,
         batch: i32,
     );
-    /// Squeeze-excitation's gates and the skip applied to the residual stream, transformed for
-    /// the next convolution where given.
+    /// Squeeze-excitation's gates and the skip applied to the f32 residual stream, rounded into
+    /// `x_half` where given, transformed for the next convolution where given.
     winograd_se_apply [WinogradSeApply: F2 = winograd_se_apply_f2, F4 = winograd_se_apply_f4](
         y: DevicePtr,
         gates: DevicePtr,
         channels: i32,
         x: DevicePtr,
         act: i32,
+        x_half: Option<DevicePtr>,
         v: Option<DevicePtr>,
     );
     /// The end of a narrow tower's block with squeeze-excitation, one block per board: the
     /// second convolution's output transform, the gates, their application with the skip to
-    /// `x`, and the next convolution's points where given.
+    /// the f32 stream `x` (rounded into `x_half` where given), and the next convolution's points
+    /// where given.
     winograd_se_board [WinogradSeBoard: F2 = winograd_se_board_f2, F4 = winograd_se_board_f4](
         m: DevicePtr,
         channels: i32,
@@ -345,6 +359,7 @@ launchers! { SHARED;
         b2: DevicePtr,
         act: i32,
         x: DevicePtr,
+        x_half: Option<DevicePtr>,
         v: Option<DevicePtr>,
     );
     /// A convolutional policy head's outputs to the 1858 logits through `map`.

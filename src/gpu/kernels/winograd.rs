@@ -2,7 +2,9 @@
 //! tiles, its members of the transform kernels, and the weight transform `G·g·Gᵀ` done once on
 //! the host (it must match the kernels' `Bᵀ` and `Aᵀ`, whose points it shares).
 
-use super::launchers::{WinogradOutput, WinogradPlanes, WinogradSeApply, WinogradSeBoard};
+use super::launchers::{
+    WinogradOutput, WinogradPlanes, WinogradSeApply, WinogradSeBoard, WinogradStreamOutput,
+};
 use crate::gpu::{BatchedProduct, DevicePtr, Launch};
 
 /// Channels per block of `winograd_output` and `winograd_se_apply` (`WINOGRAD_CHANNELS` in
@@ -122,6 +124,14 @@ impl WinogradTile {
         }
     }
 
+    /// The tile's member of `winograd_stream_output`.
+    pub fn stream_output_kernel(self) -> WinogradStreamOutput {
+        match self {
+            Self::F2 => WinogradStreamOutput::F2,
+            Self::F4 => WinogradStreamOutput::F4,
+        }
+    }
+
     /// The tile's member of `winograd_se_board`.
     pub fn se_board_kernel(self) -> WinogradSeBoard {
         match self {
@@ -137,8 +147,8 @@ impl WinogradTile {
     pub fn se_board_launch(self, batch: usize, channels: usize, se: usize) -> Option<Launch> {
         let width = channels.next_multiple_of(WINOGRAD_CHANNELS);
         let threads = self.tiles_per_board() * width;
-        let floats = threads + 3 * channels + se;
-        let shared = floats * size_of::<f32>() + 64 * channels * size_of::<u16>();
+        let floats = threads + 3 * channels + se + 64 * channels;
+        let shared = floats * size_of::<f32>();
         (threads <= 1024 && shared <= 48 * 1024).then_some(Launch {
             grid: [batch as u32, 1, 1],
             block: [threads as u32, 1, 1],

@@ -1,14 +1,14 @@
 //! A residual-tower (convolutional) network on the GPU: the input convolution, residual blocks
 //! (with or without squeeze-excitation), the classical, convolution or attention policy head,
 //! value and moves-left heads. Activations are square-major (`[batch·64][C]`); a 3×3 convolution
-//! is Winograd F(2×2, 3×3) by default or F(4×4, 3×3) (`winograd.rs`), or `conv_gather3x3` and one
-//! GEMM; a 1×1 convolution is one GEMM.
+//! is Winograd F(2×2, 3×3) by default or F(4×4, 3×3) (`winograd.rs`, whose residual stream is
+//! f32), or `conv_gather3x3` and one GEMM (all fp16); a 1×1 convolution is one GEMM.
 
 pub mod weights;
 mod winograd;
 
 use super::dense::DenseGpu;
-use super::io::{HALF, IoBuffers};
+use super::io::{FLOAT, HALF, IoBuffers};
 use super::marks::{Cost, linear_cost, pass_cost};
 use super::ops::{Ops, finish_value};
 use super::pass::NetworkPass;
@@ -49,8 +49,10 @@ pub struct TowerBuffers {
     columns: GpuBuffer,
     /// The Winograd form's products and squeeze-excitation gates (none in the gather form).
     winograd: Option<WinogradBuffers>,
-    /// The residual stream `[batch·64][C]`.
+    /// The residual stream `[batch·64][C]`: f32 in the Winograd form, fp16 in the gather form.
     x: GpuBuffer,
+    /// The Winograd form's residual stream after the last block in fp16, for the heads.
+    x_half: Option<GpuBuffer>,
     /// The first convolution's output in a block (and the convolution policy's).
     h: GpuBuffer,
     /// The second convolution's output in a block (before its bias in the gather form, with
@@ -141,9 +143,16 @@ impl NetworkPass for TowerPass {
                 Conv3x3Gpu::Gather(_) => Some(half(rows * INPUT_PLANES)?),
                 Conv3x3Gpu::Winograd(_) => None,
             },
+            x: match net.form {
+                ConvForm::Gather => half(rows * c)?,
+                ConvForm::Winograd(_) => device.alloc(rows * c * FLOAT)?,
+            },
+            x_half: match net.form {
+                ConvForm::Gather => None,
+                ConvForm::Winograd(_) => Some(half(rows * c)?),
+            },
             columns,
             winograd,
-            x: half(rows * c)?,
             h: half(rows * c)?,
             y: half(rows * c)?,
             head_planes: half(rows * head_planes(net))?,
@@ -172,6 +181,7 @@ impl NetworkPass for TowerPass {
         ]
         .into_iter()
         .chain(&b.planes)
+        .chain(&b.x_half)
         .chain(b.winograd.iter().flat_map(|w| [&w.products, &w.gates]))
         .chain(b.attention_policy.iter().flat_map(PolicyBuffers::all))
         .collect()
@@ -203,15 +213,6 @@ impl NetworkPass for TowerPass {
 
     fn has_moves_left(&self) -> bool {
         self.net.moves_left.is_some()
-    }
-}
-
-/// FLOPs and bytes of a 3×3 convolution of `batch` positions: the gather and the GEMM, or the
-/// Winograd GEMMs and output transform.
-fn conv3x3_cost(conv: &Conv3x3Gpu, batch: usize) -> Cost {
-    match conv {
-        Conv3x3Gpu::Gather(d) => gathered_cost(d, batch),
-        Conv3x3Gpu::Winograd(w) => winograd::cost(w, batch),
     }
 }
 
@@ -284,11 +285,13 @@ impl TowerForward<'_> {
         // inputs `io`'s for `batch` (the invariant); each call below keeps it.
         unsafe {
             let net = self.net;
-            let mut input_cost = conv3x3_cost(&net.input, batch);
-            if let Conv3x3Gpu::Gather(_) = net.input {
+            let input_cost = match &net.input {
                 // The planes expanded square-major first.
-                input_cost = input_cost + pass_cost(batch * SQUARES * INPUT_PLANES, 0);
-            }
+                Conv3x3Gpu::Gather(conv) => {
+                    gathered_cost(conv, batch) + pass_cost(batch * SQUARES * INPUT_PLANES, 0)
+                }
+                Conv3x3Gpu::Winograd(conv) => winograd::input_cost(conv, batch),
+            };
             self.ops
                 .op("input conv", None, input_cost, || match &net.input {
                     Conv3x3Gpu::Gather(conv) => self.gathered_input_conv(conv, batch),
@@ -377,11 +380,11 @@ impl TowerForward<'_> {
         unsafe {
             let (b, rows, layer) = (self.b, batch * SQUARES, Some(i));
             self.ops
-                .op("conv1", layer, conv3x3_cost(&block.conv1, batch), || {
+                .op("conv1", layer, gathered_cost(conv1, batch), || {
                     self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act))
                 })?;
             self.ops
-                .op("conv2", layer, conv3x3_cost(&block.conv2, batch), || {
+                .op("conv2", layer, gathered_cost(conv2, batch), || {
                     self.conv3x3(conv2, b.h.ptr(), b.y.ptr(), batch, None)
                 })?;
             let channels = self.net.filters;
@@ -425,6 +428,12 @@ impl TowerForward<'_> {
         }
     }
 
+    /// The residual stream after the last block in fp16, as the heads' GEMMs read it: the
+    /// Winograd form's rounded copy, or the gather form's stream itself.
+    fn head_input(&self) -> DevicePtr {
+        self.b.x_half.as_ref().unwrap_or(&self.b.x).ptr()
+    }
+
     fn policy_cost(&self, batch: usize) -> Cost {
         let rows = batch * SQUARES;
         match &self.net.policy {
@@ -446,16 +455,17 @@ impl TowerForward<'_> {
         // the layers and maps are `net`'s (the invariant).
         unsafe {
             let (b, rows, out) = (self.b, batch * SQUARES, self.io.policy(batch));
+            let x = self.head_input();
             match &self.net.policy {
                 TowerPolicyGpu::Classical { conv, dense, map } => {
                     self.ops
-                        .dense_act(conv, b.x.ptr(), b.head_planes.ptr(), rows, self.act)?;
+                        .dense_act(conv, x, b.head_planes.ptr(), rows, self.act)?;
                     self.ops
                         .linear(dense, b.head_planes.ptr(), b.head_dense.ptr(), batch, true)?;
                     self.gather_policy(b.head_dense.ptr(), POLICY_SIZE, map, batch)
                 }
                 TowerPolicyGpu::Convolution { conv1, conv2, map } => {
-                    self.conv3x3(conv1, b.x.ptr(), b.h.ptr(), batch, Some(self.act))?;
+                    self.conv3x3(conv1, x, b.h.ptr(), batch, Some(self.act))?;
                     self.conv3x3(
                         conv2,
                         b.h.ptr(),
@@ -473,13 +483,7 @@ impl TowerForward<'_> {
                         detail: "the lane has no buffers for it".to_owned(),
                     })?;
                     // lc0 runs these heads' embedding with SELU whatever the file says.
-                    head.enqueue(
-                        &self.ops,
-                        (b.x.ptr(), Activation::Selu),
-                        buffers,
-                        out,
-                        batch,
-                    )
+                    head.enqueue(&self.ops, (x, Activation::Selu), buffers, out, batch)
                 }
             }
         }
@@ -539,7 +543,7 @@ impl TowerForward<'_> {
             let b = self.b;
             self.ops.dense_act(
                 &head.conv,
-                b.x.ptr(),
+                self.head_input(),
                 b.head_planes.ptr(),
                 batch * SQUARES,
                 self.act,

@@ -6,11 +6,14 @@
 //! input transform. A block is thus two GEMMs and two transform kernels, and with
 //! squeeze-excitation two more (the gates from the means the output transform left, several
 //! positions a block, and their application, which does the next input transform); the transformed points stay in `columns`, the products in
-//! `products`.
+//! `products`. The residual stream between blocks is kept in f32 (`x`), and its last writer
+//! rounds it into `x_half` too, which the heads read: in fp16 its rounding alone moved the T78
+//! shape's logits 8e-3 relative (a simulation on the cpu backend; the limit is 1e-2), where
+//! rounding every block's inner outputs moved them 1e-4.
 
 use super::TowerForward;
 use super::weights::{BlockGpu, SeGpu, WinogradGpu};
-use crate::backend::executor::io::HALF;
+use crate::backend::executor::io::{FLOAT, HALF};
 use crate::backend::executor::marks::Cost;
 use crate::board::{INPUT_PLANES, SQUARES};
 use crate::gpu::kernels::{activation_code, launchers};
@@ -34,13 +37,14 @@ fn products_cost(conv: &WinogradGpu, batch: usize) -> Cost {
 }
 
 /// FLOPs and bytes of an output transform with the next input transform: the products read,
-/// the output (and a skip's input) and the next points written, about 12 FLOPs a point each way.
-fn transform_cost(conv: &WinogradGpu, batch: usize) -> Cost {
+/// the next points written, and the output written and read again (or a skip's input read) at
+/// `value_bytes` a value (fp16, or the f32 stream); about 12 FLOPs a point each way.
+fn transform_cost(conv: &WinogradGpu, batch: usize, value_bytes: usize) -> Cost {
     let (p, k) = (points(conv, batch), conv.outputs as u64);
     let squares = (SQUARES * batch) as u64;
     Cost {
         flops: 24 * p * k,
-        bytes: HALF as u64 * (2 * p * k + 2 * squares * k),
+        bytes: 2 * HALF as u64 * p * k + 2 * value_bytes as u64 * squares * k,
     }
 }
 
@@ -54,10 +58,15 @@ fn se_flops(se: &SeGpu, batch: usize, channels: usize) -> Cost {
     }
 }
 
-/// FLOPs and bytes of one Winograd convolution with its output transform (the profile's
-/// `conv1` and input convolution).
-pub(super) fn cost(conv: &WinogradGpu, batch: usize) -> Cost {
-    products_cost(conv, batch) + transform_cost(conv, batch)
+/// FLOPs and bytes of one Winograd convolution with its output transform into fp16 (the
+/// profile's `conv1`).
+fn cost(conv: &WinogradGpu, batch: usize) -> Cost {
+    products_cost(conv, batch) + transform_cost(conv, batch, HALF)
+}
+
+/// FLOPs and bytes of the input convolution into the f32 stream.
+pub(super) fn input_cost(conv: &WinogradGpu, batch: usize) -> Cost {
+    products_cost(conv, batch) + transform_cost(conv, batch, FLOAT)
 }
 
 impl TowerForward<'_> {
@@ -103,25 +112,23 @@ impl TowerForward<'_> {
         }
     }
 
-    /// The output transform of `conv`'s products: `y = act(out + bias (+ x))`, written to
-    /// `out` (`x` itself with the skip) and transformed from there into `columns` for the next
-    /// convolution when `next`, or with its channel means left in the gates when `means`
-    /// (squeeze-excitation's).
+    /// The output transform of `conv`'s products into fp16: `y = act(out + bias)`, written to
+    /// `out` and transformed from there into `columns` for the next convolution when `next`, or
+    /// with its channel means left in the gates when `means` (squeeze-excitation's).
     ///
     /// # Safety
     /// `TowerForward`'s invariant for `batch`, with `products` holding the convolution's, and
-    /// `out` one of the lane's buffers of `batch × 64` rows of K channels.
+    /// `out` one of the lane's fp16 buffers of `batch × 64` rows of K channels.
     unsafe fn winograd_output(
         &self,
         conv: &WinogradGpu,
         batch: usize,
-        (act, skip): (Activation, bool),
+        act: Activation,
         out: DevicePtr,
         (next, means): (bool, bool),
     ) -> GpuResult<()> {
         let [points, products, gates] = self.winograd_scratch()?;
-        let x = self.b.x.ptr();
-        // SAFETY: the caller's promise; `x` and `columns` are the lane's, sized for the tower.
+        // SAFETY: the caller's promise; `columns` is the lane's, sized for the tower.
         unsafe {
             launchers::winograd_output(
                 self.ops.device,
@@ -130,7 +137,6 @@ impl TowerForward<'_> {
                 products,
                 conv.outputs as i32,
                 conv.bias.ptr(),
-                skip.then_some(x),
                 activation_code(act),
                 out,
                 next.then_some(points),
@@ -139,7 +145,55 @@ impl TowerForward<'_> {
         }
     }
 
-    /// The input convolution of the planes into the residual stream `x`.
+    /// Where the residual stream's writer also rounds it to fp16: `x_half` for the last writer
+    /// (no convolution follows, the heads read it), none before.
+    fn stream_half(&self, next: bool) -> GpuResult<Option<DevicePtr>> {
+        if next {
+            return Ok(None);
+        }
+        let x_half = self.b.x_half.as_ref().ok_or_else(|| GpuError::Call {
+            call: "tower Winograd convolution",
+            detail: "the lane has no fp16 copy of the residual stream".to_owned(),
+        })?;
+        Ok(Some(x_half.ptr()))
+    }
+
+    /// The output transform of `conv`'s products into the f32 residual stream:
+    /// `x = act(out + bias (+ x with the skip))`, transformed into `columns` for the next
+    /// convolution when `next`, else rounded into `x_half` for the heads.
+    ///
+    /// # Safety
+    /// `TowerForward`'s invariant for `batch`, with `products` holding the convolution's.
+    unsafe fn winograd_stream_output(
+        &self,
+        conv: &WinogradGpu,
+        batch: usize,
+        skip: bool,
+        next: bool,
+    ) -> GpuResult<()> {
+        let [points, products, _] = self.winograd_scratch()?;
+        let x = self.b.x.ptr();
+        let x_half = self.stream_half(next)?;
+        // SAFETY: the caller's promise; `x` (f32), `x_half` and `columns` are the lane's, sized
+        // for the tower.
+        unsafe {
+            launchers::winograd_stream_output(
+                self.ops.device,
+                conv.tile.stream_output_kernel(),
+                conv.tile.output_launch(batch, conv.outputs),
+                products,
+                conv.outputs as i32,
+                conv.bias.ptr(),
+                skip.then_some(x),
+                activation_code(self.act),
+                x,
+                x_half,
+                next.then_some(points),
+            )
+        }
+    }
+
+    /// The input convolution of the planes into the f32 residual stream `x`.
     ///
     /// # Safety
     /// `TowerForward`'s invariant for `batch`, with `planes` holding the inputs.
@@ -164,14 +218,7 @@ impl TowerForward<'_> {
                 batch as i32,
             )?;
             self.winograd_products(conv, batch)?;
-            let next = self.conv_follows(None);
-            self.winograd_output(
-                conv,
-                batch,
-                (self.act, false),
-                self.b.x.ptr(),
-                (next, false),
-            )
+            self.winograd_stream_output(conv, batch, false, self.conv_follows(None))
         }
     }
 
@@ -198,31 +245,26 @@ impl TowerForward<'_> {
         unsafe {
             self.ops.op("conv1", layer, cost(conv1, batch), || {
                 self.winograd_products(conv1, batch)?;
-                self.winograd_output(conv1, batch, (self.act, false), b.h.ptr(), (true, false))
+                self.winograd_output(conv1, batch, self.act, b.h.ptr(), (true, false))
             })?;
             self.ops
                 .op("conv2", layer, products_cost(conv2, batch), || {
                     self.winograd_products(conv2, batch)
                 })?;
             let Some(se) = &block.se else {
-                return self
-                    .ops
-                    .op("residual+act", layer, transform_cost(conv2, batch), || {
-                        self.winograd_output(
-                            conv2,
-                            batch,
-                            (self.act, true),
-                            b.x.ptr(),
-                            (next, false),
-                        )
-                    });
+                return self.ops.op(
+                    "residual+act",
+                    layer,
+                    transform_cost(conv2, batch, FLOAT),
+                    || self.winograd_stream_output(conv2, batch, true, next),
+                );
             };
             if let Some(launch) = conv2
                 .tile
                 .se_board_launch(batch, channels, se.fc1.outputs)
                 .filter(|_| self.se_board)
             {
-                let cost = transform_cost(conv2, batch) + se_flops(se, batch, channels);
+                let cost = transform_cost(conv2, batch, FLOAT) + se_flops(se, batch, channels);
                 return self.ops.op("se+residual+act", layer, cost, || {
                     let [points, products, _] = self.winograd_scratch()?;
                     let (w1, b1, hidden, w2, b2) = se.kernel_weights()?;
@@ -240,23 +282,25 @@ impl TowerForward<'_> {
                         b2,
                         activation_code(self.act),
                         b.x.ptr(),
+                        self.stream_half(next)?,
                         next.then_some(points),
                     )
                 });
             }
             // The output transform (with the channel means), the gates, and their application
-            // (y and x read, x written, beside the next points the transform's cost counts).
+            // (y read, the f32 stream read and written, beside the next points the transform's
+            // cost counts).
             let squares = (batch * SQUARES * channels) as u64;
-            let se_cost = transform_cost(conv2, batch)
+            let se_cost = transform_cost(conv2, batch, HALF)
                 + se_flops(se, batch, channels)
                 + Cost {
                     flops: 0,
-                    bytes: 3 * HALF as u64 * squares,
+                    bytes: (HALF + 2 * FLOAT) as u64 * squares,
                 };
             self.ops.op("se+residual+act", layer, se_cost, || {
                 let [points, _, gates] = self.winograd_scratch()?;
                 let (w1, b1, hidden, w2, b2) = se.kernel_weights()?;
-                let plain = (Activation::Identity, false);
+                let plain = Activation::Identity;
                 self.winograd_output(conv2, batch, plain, b.y.ptr(), (false, true))?;
                 let (per_block, launch) = se.gates_launch(batch, channels);
                 launchers::se_gates_of_means(
@@ -282,6 +326,7 @@ impl TowerForward<'_> {
                     channels as i32,
                     b.x.ptr(),
                     activation_code(self.act),
+                    self.stream_half(next)?,
                     next.then_some(points),
                 )
             })
