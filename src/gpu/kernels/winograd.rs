@@ -188,15 +188,17 @@ mod tests {
     use super::*;
 
     /// A board fits one block of `winograd_se_board` up to 1024 threads (64 channels in F(2×2),
-    /// 256 in F(4×4), rounded up to 32 a tile); wider towers take the three kernels.
+    /// rounded up to 32 a tile) and 48 KB of shared memory (the board's new x staged in f32:
+    /// 171 channels in F(4×4) with 32 SE units); wider towers take the three kernels.
     #[test]
-    fn the_board_kernel_takes_boards_up_to_1024_threads() {
+    fn the_board_kernel_takes_boards_up_to_1024_threads_and_48_kb() {
         let threads = |tile: WinogradTile, c| tile.se_board_launch(7, c, 32).map(|l| l.block[0]);
         assert_eq!(threads(WinogradTile::F2, 64), Some(1024));
         assert_eq!(threads(WinogradTile::F2, 40), Some(1024));
         assert_eq!(threads(WinogradTile::F2, 65), None);
-        assert_eq!(threads(WinogradTile::F4, 256), Some(1024));
-        assert_eq!(threads(WinogradTile::F4, 257), None);
+        assert_eq!(threads(WinogradTile::F4, 171), Some(768));
+        assert_eq!(threads(WinogradTile::F4, 172), None);
+        assert_eq!(threads(WinogradTile::F4, 256), None);
         assert_eq!(
             WinogradTile::F4.se_board_launch(7, 24, 8).unwrap().grid,
             [7, 1, 1]
